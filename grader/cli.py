@@ -1,0 +1,105 @@
+"""Command line: `python -m grader grade | grade-dir | selftest | tasks`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from grader import report
+from grader.config import ROOT, ConfigError, discover_tasks, load_config
+from grader.grading import Job, TaskResult, grade_jobs, resolve_device
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", choices=["auto", "cuda", "cpu"], default=None,
+                   help="where kernels run (default: config.yaml's grading.device, normally auto)")
+    p.add_argument("--config", type=Path, default=ROOT / "config.yaml", help="the course configuration")
+    p.add_argument("--workers", type=int, default=0, help="submissions graded at once (0: config.yaml / one per core)")
+    p.add_argument("--staff", action="store_true", help="also print tracebacks and worker logs")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m grader", description="Autograder for Triton kernel homework.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("grade", help="grade one file for one task")
+    g.add_argument("--task", required=True, help="task id, e.g. 10_quantize_global_int8")
+    g.add_argument("file", type=Path)
+    g.add_argument("--json", type=Path, help="write the student result here (and the staff one beside it)")
+    g.add_argument("--student", default=None, help="name recorded in the result (default: the file's folder)")
+    _common(g)
+    d = sub.add_parser("grade-dir", help="grade every <task_id>.py in a student's folder")
+    d.add_argument("folder", type=Path)
+    d.add_argument("--out", type=Path, default=None, help="results folder (default: config.yaml's results_dir)")
+    _common(d)
+    s = sub.add_parser("selftest", help="solutions earn full marks, skeletons 0, wrong/ files fail what they declare")
+    s.add_argument("--task", action="append", help="only these tasks (repeatable)")
+    _common(s)
+    sub.add_parser("tasks", help="list the tasks found in tasks/")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        tasks, broken = discover_tasks()
+        for name, err in broken.items():
+            print(f"task {name} is broken and will not be graded: {err}", file=sys.stderr)
+        cfg = load_config(getattr(args, "config", ROOT / "config.yaml"), tasks)
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "tasks":
+        for t in tasks.values():
+            print(f"{t.id:40} {t.points:5g} pts  {len(t.cases):3} cases  {t.title}")
+        return 0
+    device = resolve_device(args.device or cfg.device)
+
+    def show(result: TaskResult) -> None:
+        print(report.summary(result, staff=args.staff), flush=True)
+        print(flush=True)
+
+    if args.command == "grade":
+        if args.task not in tasks:
+            print(f"unknown task {args.task!r}; known: {', '.join(tasks)}", file=sys.stderr)
+            return 2
+        if not args.file.is_file():
+            print(f"no such file: {args.file}", file=sys.stderr)
+            return 2
+        job = Job(tasks[args.task], args.file, args.student or args.file.resolve().parent.name)
+        (result,) = grade_jobs([job], cfg, device, args.workers, on_result=show)
+        if args.json:
+            report.write_json(result, args.json, args.json.with_suffix(".staff.json"))
+        return 0 if result.score == result.max_score else 1
+
+    if args.command == "grade-dir":
+        student = args.folder.resolve().name
+        jobs = [Job(tasks[p.stem], p, student) for p in sorted(args.folder.glob("*.py")) if p.stem in tasks]
+        unknown = [p.name for p in sorted(args.folder.glob("*.py")) if p.stem not in tasks]
+        if unknown:
+            print(f"ignored (no task of that name): {', '.join(unknown)}", file=sys.stderr)
+        if not jobs:
+            print(f"no <task_id>.py files in {args.folder}", file=sys.stderr)
+            return 2
+        out = (args.out or ROOT / cfg.results_dir) / student
+        results = grade_jobs(jobs, cfg, device, args.workers, on_result=show)
+        for r in results:
+            report.write_json(r, out / f"{r.task}.json", out / f"{r.task}.staff.json")
+        total = sum(r.score for r in results)
+        print(f"{student}: {total:g} / {sum(r.max_score for r in results):g}  (results in {out})")
+        return 0
+
+    if args.command == "selftest":
+        from grader.selftest import selftest
+
+        code = selftest(tasks, cfg, device, args.task, args.workers, staff=args.staff)
+        return 1 if broken and not args.task else code
+    return 2
+
+
+def entry() -> None:
+    start = time.monotonic()
+    code = main()
+    print(f"[{time.monotonic() - start:.1f} s]", file=sys.stderr)
+    sys.exit(code)

@@ -1,0 +1,334 @@
+"""Parsed configuration: the course (`config.yaml`) and each task (`tasks/<id>/task.yaml`).
+
+Every key has a description and a default here; loading fails with a message that names the file and the key
+when a value is missing or of the wrong kind.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The repository root: tasks/, reference/ and config.yaml live here."""
+
+DEVICES = ("cuda", "cpu")
+GATES = ("imports", "signatures")
+AUTOTUNE_TEST = "autotune"
+CASE_RESERVED_KEYS = {"id", "points", "cpu"}
+
+
+class ConfigError(ValueError):
+    """A configuration file is missing a key or has a bad value; the message says which file and key."""
+
+
+def _need(data: dict, key: str, where: str, kind: type | tuple[type, ...] | None = None) -> Any:
+    if not isinstance(data, dict) or key not in data:
+        raise ConfigError(f"{where}: missing key '{key}'")
+    value = data[key]
+    if kind is not None and not isinstance(value, kind):
+        raise ConfigError(f"{where}: key '{key}' must be {_kind_name(kind)}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(k.__name__ for k in kinds)
+
+
+def _load_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping")
+    return data
+
+
+# ----------------------------------------------------------------------------------------------- task.yaml
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """One returned tensor and how it is compared with the oracle."""
+
+    name: str
+    dtype: str
+    """int8 | int32 | float16 | float32 | bfloat16, or 'like:<i>' for the dtype of input argument i."""
+    compare: str = "exact"
+    """exact | rounded (integer codes of a real value, see `window`) | close (see rtol, atol)."""
+    window: float = 1e-3
+    rtol: float = 0.0
+    atol: float = 0.0
+    from_kernel: bool = True
+    """The tensor must have been passed to a Triton kernel launched during the call."""
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    points: float
+    params: dict[str, Any]
+    """Arguments of the oracle's generate_input (CUDA sizes)."""
+    cpu: dict[str, Any] = field(default_factory=dict)
+    """Overrides of `params` for the CPU interpreter."""
+
+    def params_for(self, device: str) -> dict[str, Any]:
+        return {**self.params, **self.cpu} if device == "cpu" else dict(self.params)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    params: list[str]
+    min_configs: int = 0
+    """0: any @triton.jit kernel; N > 0: @triton.autotune with at least N configs."""
+
+
+@dataclass(frozen=True)
+class WrongSpec:
+    file: str
+    why: str
+    fails: list[str]
+    """fnmatch patterns over test names ('!pattern' excludes); the failing tests must be exactly the matches."""
+
+    def expected_failures(self, test_names: list[str]) -> set[str]:
+        include = [p for p in self.fails if not p.startswith("!")]
+        exclude = [p[1:] for p in self.fails if p.startswith("!")]
+        return {t for t in test_names
+                if any(fnmatch.fnmatchcase(t, p) for p in include)
+                and not any(fnmatch.fnmatchcase(t, p) for p in exclude)}
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    id: str
+    title: str
+    folder: Path
+    entry: str
+    allowed_imports: list[str]
+    functions: dict[str, list[str]]
+    kernels: dict[str, KernelSpec]
+    reference: str
+    outputs: list[OutputSpec]
+    cases: list[Case]
+    autotune_points: float = 0.0
+    timeout_s: dict[str, float] = field(default_factory=dict)
+    wrong: dict[str, WrongSpec] = field(default_factory=dict)
+
+    @property
+    def points(self) -> float:
+        return round(self.autotune_points + sum(c.points for c in self.cases), 6)
+
+    @property
+    def test_names(self) -> list[str]:
+        return [*GATES, AUTOTUNE_TEST, *(c.id for c in self.cases)]
+
+    def test_points(self) -> dict[str, float]:
+        return {**{g: 0.0 for g in GATES}, AUTOTUNE_TEST: self.autotune_points, **{c.id: c.points for c in self.cases}}
+
+    @property
+    def autotuned_kernels(self) -> list[KernelSpec]:
+        return [k for k in self.kernels.values() if k.min_configs > 0]
+
+
+def _params_list(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise ConfigError(f"{where}: must be a list of parameter names")
+    return list(value)
+
+
+def load_task(folder: Path) -> TaskSpec:
+    """Parse and validate `folder/task.yaml`."""
+    path = folder / "task.yaml"
+    data = _load_yaml(path)
+    where = str(path)
+    task_id = _need(data, "id", where, str)
+    if task_id != folder.name:
+        raise ConfigError(f"{where}: id '{task_id}' must equal the folder name '{folder.name}'")
+
+    functions = {
+        name: _params_list(params, f"{where}: functions.{name}")
+        for name, params in (data.get("functions") or {}).items()
+    }
+    kernels = {}
+    for name, spec in (data.get("kernels") or {}).items():
+        kw = f"{where}: kernels.{name}"
+        kernels[name] = KernelSpec(
+            name=name,
+            params=_params_list(_need(spec, "params", kw), f"{kw}.params"),
+            min_configs=int(spec.get("min_configs", 0)),
+        )
+
+    outputs = []
+    for i, out in enumerate(_need(data, "outputs", where, list)):
+        ow = f"{where}: outputs[{i}]"
+        compare = out.get("compare", "exact")
+        if compare not in ("exact", "rounded", "close"):
+            raise ConfigError(f"{ow}: compare must be exact, rounded or close, got {compare!r}")
+        outputs.append(
+            OutputSpec(
+                name=_need(out, "name", ow, str),
+                dtype=_need(out, "dtype", ow, str),
+                compare=compare,
+                window=float(out.get("window", 1e-3)),
+                rtol=float(out.get("rtol", 0.0)),
+                atol=float(out.get("atol", 0.0)),
+                from_kernel=bool(out.get("from_kernel", True)),
+            )
+        )
+
+    cases, seen = [], set()
+    for i, raw in enumerate(_need(data, "cases", where, list)):
+        cw = f"{where}: cases[{i}]"
+        case_id = _need(raw, "id", cw, str)
+        if case_id in seen or case_id in (*GATES, AUTOTUNE_TEST):
+            raise ConfigError(f"{cw}: duplicate or reserved case id '{case_id}'")
+        seen.add(case_id)
+        cases.append(
+            Case(
+                id=case_id,
+                points=float(_need(raw, "points", cw, (int, float))),
+                params={k: v for k, v in raw.items() if k not in CASE_RESERVED_KEYS},
+                cpu=dict(raw.get("cpu") or {}),
+            )
+        )
+
+    wrong = {}
+    for file, spec in (data.get("wrong") or {}).items():
+        ww = f"{where}: wrong.{file}"
+        fails = _need(spec, "fails", ww, list)
+        wrong[file] = WrongSpec(file=file, why=str(spec.get("why", "")), fails=[str(p) for p in fails])
+
+    task = TaskSpec(
+        id=task_id,
+        title=_need(data, "title", where, str),
+        folder=folder,
+        entry=_need(data, "entry", where, str),
+        allowed_imports=_params_list(_need(data, "allowed_imports", where), f"{where}: allowed_imports"),
+        functions=functions,
+        kernels=kernels,
+        reference=_need(data, "reference", where, str),
+        outputs=outputs,
+        cases=cases,
+        autotune_points=float(data.get("autotune_points", 0.0)),
+        timeout_s={k: float(v) for k, v in (data.get("timeout_s") or {}).items()},
+        wrong=wrong,
+    )
+    if task.entry not in task.functions:
+        raise ConfigError(f"{where}: entry '{task.entry}' must be listed under functions")
+    on_disk = {p.name for p in (folder / "wrong").glob("*.py")}
+    if on_disk != set(wrong):
+        raise ConfigError(
+            f"{where}: 'wrong' must describe exactly the files in wrong/ "
+            f"(undescribed: {sorted(on_disk - set(wrong))}, missing: {sorted(set(wrong) - on_disk)})"
+        )
+    return task
+
+
+def discover_tasks(root: Path = ROOT) -> tuple[dict[str, TaskSpec], dict[str, str]]:
+    """Every folder of tasks/ with a task.yaml: (valid tasks by id, error message by folder name).
+
+    One broken task folder does not stop the grading of the others; the CLI reports it.
+    """
+    tasks, broken = {}, {}
+    for path in sorted((root / "tasks").glob("*/task.yaml")):
+        try:
+            tasks[path.parent.name] = load_task(path.parent)
+        except ConfigError as exc:
+            broken[path.parent.name] = str(exc)
+    return tasks, broken
+
+
+# --------------------------------------------------------------------------------------------- config.yaml
+
+
+@dataclass(frozen=True)
+class Homework:
+    id: str
+    title: str
+    tasks: dict[str, float]
+    """task id -> points; must equal the task's own total."""
+    deadline: _dt.datetime | None = None
+    max_attempts: int = 0
+    """0 = unlimited."""
+
+
+@dataclass(frozen=True)
+class CourseConfig:
+    course: str = "course"
+    device: str = "auto"
+    """auto | cuda | cpu."""
+    timeout_s: dict[str, float] = field(default_factory=lambda: {"cuda": 180.0, "cpu": 600.0})
+    """Wall-clock limit of one worker, per device."""
+    workers: int = 0
+    """Submissions graded at once; 0 = one per CPU core."""
+    results_dir: str = "results"
+    always_allowed_imports: list[str] = field(default_factory=list)
+    homeworks: dict[str, Homework] = field(default_factory=dict)
+
+    def homework_of(self, task_id: str) -> Homework | None:
+        return next((hw for hw in self.homeworks.values() if task_id in hw.tasks), None)
+
+
+def tasks_dir_has(task_id: str, root: Path = ROOT) -> bool:
+    return (root / "tasks" / task_id / "task.yaml").is_file()
+
+
+def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | None = None) -> CourseConfig:
+    """Parse `config.yaml`; when `tasks` is given, check that every homework's tasks exist with those points."""
+    data = _load_yaml(path)
+    where = str(path)
+    grading = data.get("grading") or {}
+    device = grading.get("device", "auto")
+    if device not in ("auto", *DEVICES):
+        raise ConfigError(f"{where}: grading.device must be auto, cuda or cpu, got {device!r}")
+    homeworks = {}
+    for hw_id, raw in (data.get("homeworks") or {}).items():
+        hw_where = f"{where}: homeworks.{hw_id}"
+        deadline = raw.get("deadline")
+        if deadline is not None:
+            try:
+                deadline = _dt.datetime.fromisoformat(str(deadline))
+            except ValueError:
+                raise ConfigError(f"{hw_where}.deadline: not an ISO 8601 time: {deadline!r}") from None
+            if deadline.tzinfo is None:
+                raise ConfigError(f"{hw_where}.deadline: give a UTC offset, e.g. +03:00")
+        hw_tasks = {str(k): float(v) for k, v in _need(raw, "tasks", hw_where, dict).items()}
+        homeworks[hw_id] = Homework(
+            id=hw_id,
+            title=str(raw.get("title", hw_id)),
+            tasks=hw_tasks,
+            deadline=deadline,
+            max_attempts=int(raw.get("max_attempts", 0)),
+        )
+        for task_id, points in hw_tasks.items():
+            if tasks is None:
+                continue
+            if task_id not in tasks and (tasks_dir_has(task_id)):
+                continue  # the folder exists but is broken: discover_tasks reported it
+            if task_id not in tasks:
+                raise ConfigError(f"{hw_where}.tasks: no folder tasks/{task_id}")
+            if abs(tasks[task_id].points - points) > 1e-9:
+                raise ConfigError(
+                    f"{hw_where}.tasks.{task_id}: {points} points here, but tasks/{task_id}/task.yaml "
+                    f"adds up to {tasks[task_id].points}"
+                )
+    timeout = {"cuda": 180.0, "cpu": 600.0, **{k: float(v) for k, v in (grading.get("timeout_s") or {}).items()}}
+    return CourseConfig(
+        course=str(data.get("course", "course")),
+        device=device,
+        timeout_s=timeout,
+        workers=int(grading.get("workers", 0)),
+        results_dir=str(grading.get("results_dir", "results")),
+        always_allowed_imports=[str(m) for m in data.get("always_allowed_imports") or []],
+        homeworks=homeworks,
+    )

@@ -1,0 +1,327 @@
+"""Grading one or many (submission, task) pairs.
+
+Stage by stage:
+1. static checks on the source (judge process, nothing executed);
+2. the judge generates each case's inputs and the oracle's answer (`reference/`), once per task and device;
+3. a worker process imports and runs the submission on those inputs (in parallel across pairs);
+4. pytest, with pytest-json-report, runs grader/suite.py in the judge process over the worker's results;
+5. the JSON report becomes a result: per-test outcome, points and message (students), plus logs (staff).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import importlib
+import io
+import json
+import platform
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader import judge, static
+from grader.config import AUTOTUNE_TEST, GATES, ROOT, CourseConfig, TaskSpec
+from grader.runner import WorkerRun, run_worker, write_job
+from grader.status import Outcome
+
+SUITE = Path(__file__).with_name("suite.py")
+
+
+def resolve_device(requested: str) -> str:
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA GPU is visible to torch on this machine")
+    return requested
+
+
+# ------------------------------------------------------------------------------------------- prepared inputs
+
+
+class Prepared:
+    """Each task's cases, inputs and oracle answers for one device, computed once and shared by every job."""
+
+    def __init__(self, device: str, workdir: Path) -> None:
+        self.device = device
+        self.workdir = workdir
+        self._cases: dict[str, list[judge.CaseData]] = {}
+
+    def cases(self, task: TaskSpec) -> list[judge.CaseData]:
+        if task.id not in self._cases:
+            if str(ROOT) not in sys.path:
+                sys.path.insert(0, str(ROOT))
+            oracle = importlib.import_module(f"reference.{task.reference}")
+            data = []
+            for case in task.cases:
+                args, kwargs = oracle.generate_input(**case.params_for(self.device))
+                expected = tuple(oracle.ref_kernel(args, kwargs))
+                if len(expected) != len(task.outputs):
+                    raise ValueError(f"reference/{task.reference}.py returned {len(expected)} outputs for case "
+                                     f"{case.id}; tasks/{task.id}/task.yaml declares {len(task.outputs)}")
+                data.append(judge.CaseData(case.id, list(args), dict(kwargs), expected))
+            self._cases[task.id] = data
+            torch.save([{"id": c.id, "args": c.args, "kwargs": c.kwargs} for c in data], self.inputs_path(task))
+        return self._cases[task.id]
+
+    def inputs_path(self, task: TaskSpec) -> Path:
+        return self.workdir / f"inputs-{task.id}.pt"
+
+
+# ---------------------------------------------------------------------------------------------------- results
+
+
+@dataclass
+class TestResult:
+    name: str
+    outcome: str
+    points: float
+    max_points: float
+    message: str
+    staff: str = ""
+
+
+@dataclass
+class TaskResult:
+    task: str
+    student: str
+    submission: str
+    score: float
+    max_score: float
+    tests: list[TestResult]
+    checks: dict
+    environment: dict
+    submission_sha256: str
+    graded_at: str
+    staff: dict = field(default_factory=dict)
+
+    def student_json(self) -> dict:
+        data = asdict(self)
+        data.pop("staff")
+        data["tests"] = [{k: v for k, v in t.items() if k != "staff"} for t in data["tests"]]
+        return data
+
+    def staff_json(self) -> dict:
+        return asdict(self)
+
+    @property
+    def failed(self) -> list[str]:
+        return [t.name for t in self.tests if t.outcome != Outcome.PASSED.label]
+
+
+@dataclass
+class Job:
+    task: TaskSpec
+    submission: Path
+    student: str
+
+
+@dataclass
+class GradingContext:
+    """What the tests in grader/suite.py see."""
+
+    task: TaskSpec
+    device: str
+    static: static.StaticReport
+    cases: list[judge.CaseData]
+    results: judge.WorkerResults | None
+    _verdicts: dict[int, judge.Verdict] = field(default_factory=dict)
+
+    def _not_run(self) -> str | None:
+        if not self.static.imports and not self.static.signatures:
+            if self.results is None:
+                return "not run"
+            if self.results.problem:
+                return self.results.problem
+            if not self.results.load.get("ok"):
+                where = "; ".join(self.results.load.get("where") or [])
+                err = str(self.results.load.get("error", "unknown error")).splitlines()[0]
+                return f"not run: importing the submission failed: {err}" + (f" ({where})" if where else "")
+            return None
+        gate = "imports" if self.static.imports else "signatures"
+        problems = self.static.imports or self.static.signatures
+        return f"not run: the {gate} check failed ({problems[0]})"
+
+    def autotune_verdict(self) -> judge.Verdict:
+        why = self._not_run()
+        if why:
+            return judge.Verdict(False, why)
+        problems, seen = [], []
+        for spec in self.task.autotuned_kernels:
+            info = self.results.load["kernels"].get(spec.name) or {"kind": "missing", "configs": []}
+            deco = self.static.decorators.get(spec.name, {})
+            line = deco.get("autotune_line") or deco.get("line")
+            at = f"line {line}: " if line else ""
+            configs = info.get("configs") or []
+            if info.get("kind") != "autotune":
+                problems.append(f"{at}{spec.name} is not decorated with @triton.autotune (found {info.get('kind')}); "
+                                f"this task requires at least {spec.min_configs} configs")
+            elif len(configs) < spec.min_configs:
+                problems.append(f"{at}@triton.autotune on {spec.name} has {len(configs)} config(s); this task "
+                                f"requires at least {spec.min_configs}: " + " | ".join(configs))
+            else:
+                seen.append(f"{spec.name}: {len(configs)} configs")
+        if problems:
+            return judge.Verdict(False, "\n".join(problems))
+        # The configs must also work: points for autotuning go to a kernel that passes at least one case
+        # under every one of its configs (each case runs every config).
+        if self.task.cases and not any(self.case_verdict(i).ok for i in range(len(self.task.cases))):
+            return judge.Verdict(False, "; ".join(seen) + ", but no case passes under all of them "
+                                 "(autotune points need a working autotuned kernel)")
+        return judge.Verdict(True, "; ".join(seen) or "no kernel of this task must be autotuned")
+
+    def case_verdict(self, index: int) -> judge.Verdict:
+        if index not in self._verdicts:
+            self._verdicts[index] = self._case_verdict(index)
+        return self._verdicts[index]
+
+    def _case_verdict(self, index: int) -> judge.Verdict:
+        why = self._not_run()
+        if why:
+            staff = ""
+            if self.results and self.results.load:
+                staff = self.results.load.get("traceback", "")
+            return judge.Verdict(False, why, staff=staff)
+        return judge.judge_case(self.task, index, self.cases[index], self.results, self.device)
+
+
+class _SuitePlugin:
+    def __init__(self, ctx: GradingContext) -> None:
+        self.ctx = ctx
+
+    @pytest.fixture
+    def grading(self) -> GradingContext:
+        return self.ctx
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "gate" in metafunc.fixturenames:
+            metafunc.parametrize("gate", list(GATES), ids=list(GATES))
+        if "case_index" in metafunc.fixturenames:
+            cases = self.ctx.task.cases
+            metafunc.parametrize("case_index", range(len(cases)), ids=[c.id for c in cases])
+
+
+def _test_name(nodeid: str) -> str:
+    func = nodeid.split("::")[-1]
+    if "[" in func:
+        return func[func.index("[") + 1 : -1]
+    return AUTOTUNE_TEST if func == "test_autotune" else func
+
+
+def run_suite(ctx: GradingContext, workdir: Path) -> tuple[dict[str, dict], str]:
+    """Run grader/suite.py under pytest; returns {test name: json-report entry} and pytest's output."""
+    report_path = workdir / "report.json"
+    args = [str(SUITE), "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", str(workdir),
+            "-c", str(workdir / "pytest.ini"), "--json-report", f"--json-report-file={report_path}",
+            "--json-report-omit", "collectors", "log", "warnings", "keywords"]
+    (workdir / "pytest.ini").write_text("[pytest]\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        pytest.main(args, plugins=[_SuitePlugin(ctx)])
+    try:
+        report = json.loads(report_path.read_text())
+        entries = {_test_name(t["nodeid"]): t for t in report.get("tests", [])}
+    except (OSError, ValueError, KeyError):
+        entries = {}
+    return entries, out.getvalue()
+
+
+def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest_out: str,
+                 run: WorkerRun | None) -> TaskResult:
+    tests = []
+    points = job.task.test_points()
+    for name in job.task.test_names:
+        entry = entries.get(name)
+        max_points = points[name]
+        if entry is None:  # fail closed: a test with no result is a failed test
+            tests.append(TestResult(name, Outcome.ERROR.label, 0.0, max_points,
+                                    "no result for this test (internal grader error; staff see the log)"))
+            continue
+        meta = entry.get("metadata") or {}
+        passed = entry.get("outcome") == "passed"
+        message = meta.get("message")
+        staff = meta.get("staff", "")
+        outcome = Outcome.PASSED if passed else Outcome.FAILED
+        if message is None:  # the judge itself raised: students get a short line, staff the traceback
+            outcome = Outcome.ERROR
+            message = "internal grader error while judging this test (staff see the traceback)"
+            staff = json.dumps(entry.get("call") or entry.get("setup") or {})[-20000:]
+        tests.append(TestResult(name, outcome.label, max_points if passed else 0.0, max_points, message, staff))
+    env = dict(ctx.results.load.get("environment", {})) if ctx.results and ctx.results.load else {}
+    env.setdefault("device", ctx.device)
+    env.setdefault("torch", torch.__version__)
+    env.setdefault("python", platform.python_version())
+    if "triton" not in env:
+        with contextlib.suppress(ImportError):
+            import triton
+
+            env["triton"] = triton.__version__
+    data = job.submission.read_bytes()
+    kernels = ctx.results.load.get("kernels", {}) if ctx.results and ctx.results.load else {}
+    checks = {"imports": ctx.static.imports or "ok", "signatures": ctx.static.signatures or "ok",
+              "autotune": {k: len(v.get("configs") or []) for k, v in kernels.items()}}
+    staff = {"pytest": pytest_out[-20000:]}
+    if run is not None:
+        staff.update({"worker_log": run.log, "worker_exit": run.describe_exit(), "worker_seconds": round(run.seconds, 2)})
+    return TaskResult(
+        task=job.task.id, student=job.student, submission=str(job.submission),
+        score=round(sum(t.points for t in tests), 6), max_score=job.task.points, tests=tests, checks=checks,
+        environment=env, submission_sha256=hashlib.sha256(data).hexdigest(),
+        graded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), staff=staff,
+    )
+
+
+def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0,
+               keep: Path | None = None, on_result=None) -> list[TaskResult]:
+    """Grade every job: workers run in parallel, judging happens here as each one finishes."""
+    workers = workers or cfg.workers or max(1, _cpu_count())
+    base = Path(tempfile.mkdtemp(prefix="grader-"))
+    try:
+        prepared = Prepared(device, base)
+        contexts = []
+        for n, job in enumerate(jobs):
+            report = static.check_source(job.submission.read_text(errors="replace"), job.task,
+                                         cfg.always_allowed_imports)
+            cases = prepared.cases(job.task)
+            jobdir = base / f"job-{n:04d}"
+            jobdir.mkdir()
+            contexts.append((job, jobdir, GradingContext(job.task, device, report, cases, None)))
+
+        def work(item):
+            job, jobdir, ctx = item
+            if not ctx.static.ok:
+                return None
+            write_job(jobdir, job.submission, job.task.entry, list(job.task.kernels), device,
+                      prepared.inputs_path(job.task))
+            timeout = job.task.timeout_s.get(device) or cfg.timeout_s[device]
+            return run_worker(jobdir, device, timeout)
+
+        results = []
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for (job, jobdir, ctx), run in zip(contexts, pool.map(work, contexts)):
+                if run is not None:
+                    ctx.results = judge.WorkerResults.read(jobdir, run)
+                entries, out = run_suite(ctx, jobdir)
+                result = build_result(job, ctx, entries, out, run)
+                results.append(result)
+                if on_result:
+                    on_result(result)
+                if keep is not None:
+                    shutil.copytree(jobdir, keep / jobdir.name, dirs_exist_ok=True)
+                shutil.rmtree(jobdir, ignore_errors=True)
+        return results
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _cpu_count() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

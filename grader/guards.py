@@ -1,0 +1,110 @@
+"""Guard bands: every buffer a kernel can touch sits inside a larger one filled with poison.
+
+The worker builds guarded buffers (`guarded_copy`, `guarded_like`); the judge checks them (`region_mask`,
+`poison_bits`). Both sides use this module; it imports no submission code.
+
+Poison is NaN with a distinctive payload for floats (a NaN computed by a kernel has another bit pattern, so a
+stray write of NaN is still seen) and the most negative value for integers (-128 for int8: symmetric INT8 codes
+never take it, so an unwritten code is seen too).
+"""
+
+from __future__ import annotations
+
+import torch
+
+# Bit patterns, read through an integer view of the same width.
+_FLOAT_POISON_BITS = {
+    torch.float16: 0x7E5A,  # quiet NaN, payload 0x25A
+    torch.bfloat16: 0x7FDA,
+    torch.float32: 0x7FC0_DEAD,
+    torch.float64: 0x7FF8_0000_DEAD_BEEF,
+}
+_INT_VIEW = {
+    torch.float16: torch.int16,
+    torch.bfloat16: torch.int16,
+    torch.float32: torch.int32,
+    torch.float64: torch.int64,
+}
+
+MIN_GUARD = 16384
+"""Elements of poison on each side at least: a 2-D tile that overshoots a small tensor by whole rows of a
+128-wide block lands here rather than in unrelated memory."""
+MAX_GUARD = 1 << 22
+
+
+def bits_view(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's elements as integers of the same width (identity for integer tensors)."""
+    return t.view(_INT_VIEW[t.dtype]) if t.dtype in _INT_VIEW else t
+
+
+def poison_bits(dtype: torch.dtype) -> int:
+    """The poison value, as the integer that `bits_view` shows."""
+    if dtype in _FLOAT_POISON_BITS:
+        bits = _FLOAT_POISON_BITS[dtype]
+        width = torch.finfo(dtype).bits
+        return bits - (1 << width) if bits >= 1 << (width - 1) else bits  # as a signed integer
+    if dtype == torch.bool:
+        return 1
+    return torch.iinfo(dtype).min
+
+
+def fill_poison(buf: torch.Tensor) -> torch.Tensor:
+    bits_view(buf).fill_(poison_bits(buf.dtype))
+    return buf
+
+
+def span(size: tuple[int, ...], stride: tuple[int, ...]) -> int:
+    """Elements from the first to the last one a strided view can address (1 + max offset)."""
+    if any(s == 0 for s in size):
+        return 0
+    return 1 + sum((n - 1) * abs(st) for n, st in zip(size, stride))
+
+
+def guard_size(n_span: int) -> int:
+    return max(MIN_GUARD, min(MAX_GUARD, n_span))
+
+
+def layout(t: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Size and strides to give a tensor that should keep the geometry of `t` (dense in memory order)."""
+    return tuple(t.shape), tuple(t.stride())
+
+
+def _guarded(size, stride, dtype, device, empty) -> tuple[torch.Tensor, torch.Tensor, int]:
+    n_span = span(size, stride)
+    guard = guard_size(n_span)
+    buf = empty(n_span + 2 * guard, dtype=dtype, device=device)
+    fill_poison(buf)
+    view = buf.as_strided(size, stride, guard)
+    return buf, view, guard
+
+
+def guarded_copy(t: torch.Tensor, device: str | torch.device, empty=torch.empty):
+    """A copy of `t` on `device` with the same strides, inside a poisoned buffer. Returns (buffer, view, offset).
+
+    Storage between the elements of a strided view (the gaps of a slice) holds poison too, so a kernel that
+    assumes a contiguous layout reads poison.
+    """
+    size, stride = layout(t)
+    if any(s < 0 for s in stride):
+        raise ValueError("negative strides are not supported")
+    buf, view, offset = _guarded(size, stride, t.dtype, device, empty)
+    view.copy_(t.to(device))
+    return buf, view, offset
+
+
+def guarded_like(template: torch.Tensor, empty=torch.empty):
+    """A poisoned buffer with a view of `template`'s size, strides, dtype and device. Returns (buffer, view, offset)."""
+    size, stride = layout(template)
+    if span(size, stride) < template.numel() or any(s < 0 for s in stride):
+        stride = torch.empty(size, dtype=torch.int8, device="meta").stride()  # overlapping or odd: make it dense
+    return _guarded(size, stride, template.dtype, template.device, empty)
+
+
+def region_mask(n: int, size, stride, offset: int) -> torch.Tensor:
+    """Boolean mask over a flat buffer of n elements: True where the view (size, stride, offset) has an element."""
+    mask = torch.zeros(n, dtype=torch.bool)
+    if span(size, stride) == 0:
+        return mask
+    idx = torch.arange(n).as_strided(tuple(size), tuple(stride), offset)
+    mask[idx.reshape(-1)] = True
+    return mask

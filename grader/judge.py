@@ -1,0 +1,329 @@
+"""The judge: turns what a worker saw into verdicts. It never imports the submission.
+
+Everything the worker wrote is treated as untrusted data: files are loaded with `weights_only=True`, their shape
+is checked, and anything missing, late or garbled fails the test with a message (fail closed).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from grader import guards
+from grader.config import OutputSpec, TaskSpec
+from grader.runner import WorkerRun
+
+DTYPES = {"int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
+          "uint8": torch.uint8, "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+          "float64": torch.float64, "bool": torch.bool}
+SHOW = 5  # elements shown per problem
+
+
+@dataclass
+class CaseData:
+    """A case as the judge prepared it: the inputs it sent and the oracle's answer."""
+
+    id: str
+    args: list
+    kwargs: dict
+    expected: tuple
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    message: str = ""
+    staff: str = ""
+    """Tracebacks and logs: for staff only."""
+
+
+@dataclass
+class WorkerResults:
+    """The files a worker left, loaded defensively."""
+
+    jobdir: Path | None
+    run: WorkerRun | None
+    load: dict | None = None
+    problem: str | None = None
+    status: dict = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, jobdir: Path, run: WorkerRun) -> WorkerResults:
+        res = cls(jobdir=jobdir, run=run)
+        try:
+            res.status = json.loads((jobdir / "status.json").read_text())
+        except (OSError, ValueError):
+            res.status = {}
+        try:
+            load = json.loads((jobdir / "load.json").read_text())
+            if not isinstance(load, dict) or not isinstance(load.get("kernels"), dict):
+                raise ValueError("load.json has an unexpected shape")
+            res.load = load
+        except (OSError, ValueError) as exc:
+            res.problem = f"the worker reported nothing about loading the submission ({run.describe_exit()}; {exc})"
+        return res
+
+    def case_runs(self, index: int, case_id: str) -> tuple[list[dict] | None, str]:
+        """The runs of one case, or None and the reason they are missing."""
+        path = self.jobdir / f"case-{index}.pt"
+        if path.exists():
+            try:
+                data = torch.load(path, weights_only=True)
+                if not isinstance(data, dict) or data.get("id") != case_id or not isinstance(data.get("runs"), list):
+                    raise ValueError("unexpected content")
+                return data["runs"], ""
+            except Exception as exc:  # noqa: BLE001 - garbled results fail closed
+                return None, f"the worker's result for this case is unreadable ({type(exc).__name__}: {exc})"
+        current = self.status.get("case")
+        if self.status.get("fatal"):
+            return None, f"not run: the worker stopped after case {current}: {self.status['fatal']}"
+        if current == case_id:
+            return None, f"{self.run.describe_exit()} while running this case"
+        if current is not None:
+            return None, f"not run: {self.run.describe_exit()} while running case {current}"
+        return None, f"not run: {self.run.describe_exit()} before any case started"
+
+
+# ------------------------------------------------------------------------------------------------- formatting
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> str:
+    if not shape:
+        return "[]"
+    idx = []
+    for n in reversed(shape):
+        idx.append(flat % n)
+        flat //= n
+    return "[" + ", ".join(str(i) for i in reversed(idx)) + "]"
+
+
+def _fmt(v: float) -> str:
+    if float(v).is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return f"{v:.6g}"
+
+
+def _offsets(flat_positions: torch.Tensor, offset: int, n_span: int) -> str:
+    """Describe buffer positions relative to the view: -k before its start, +k past its end, or inside a gap."""
+    before = [int(p) - offset for p in flat_positions if p < offset]
+    after = [int(p) - (offset + n_span) for p in flat_positions if p >= offset + n_span]
+    gaps = [int(p) - offset for p in flat_positions if offset <= p < offset + n_span]
+    parts = []
+    if before:
+        parts.append(f"{len(before)} before the start (offsets {', '.join(str(b) for b in before[-SHOW:])})")
+    if after:
+        parts.append(f"{len(after)} past the end (offsets +{', +'.join(str(a) for a in after[:SHOW])})")
+    if gaps:
+        parts.append(f"{len(gaps)} in the gaps between the rows of a strided view (offsets "
+                     f"{', '.join(str(g) for g in gaps[:SHOW])})")
+    return "; ".join(parts)
+
+
+# ------------------------------------------------------------------------------------------------- the checks
+
+
+def _geometry(rec: dict) -> tuple[torch.Tensor, tuple, tuple, int]:
+    buf = rec["buffer"]
+    size, stride, offset = tuple(rec["size"]), tuple(rec["stride"]), int(rec["offset"])
+    if not isinstance(buf, torch.Tensor) or buf.dim() != 1:
+        raise ValueError("a guarded buffer is not a flat tensor")
+    if offset < 0 or offset + guards.span(size, stride) > buf.numel():
+        raise ValueError("a guarded view lies outside its buffer")
+    return buf, size, stride, offset
+
+
+def check_guards(rec: dict, name: str) -> tuple[str | None, torch.Tensor]:
+    """Out-of-bounds writes: every element of the buffer outside the view must still be poison."""
+    buf, size, stride, offset = _geometry(rec)
+    inside = guards.region_mask(buf.numel(), size, stride, offset)
+    bits = guards.bits_view(buf)
+    changed = (~inside) & (bits != guards.poison_bits(buf.dtype))
+    n = int(changed.sum())
+    if not n:
+        return None, inside
+    where = _offsets(changed.nonzero().flatten(), offset, guards.span(size, stride))
+    return (f"out-of-bounds write: {n} element(s) around {name} ({str(buf.dtype).replace('torch.', '')}, "
+            f"shape {list(size)}) were overwritten: {where}"), inside
+
+
+def _resolve_dtype(out: OutputSpec, args: list) -> torch.dtype:
+    if out.dtype.startswith("like:"):
+        return args[int(out.dtype.split(":", 1)[1])].dtype
+    return DTYPES[out.dtype]
+
+
+def compare_values(out: OutputSpec, got: torch.Tensor, ref: torch.Tensor) -> str | None:
+    """The value check of one output; None when it passes."""
+    g = got.double()
+    r = ref.double()
+    shape = tuple(got.shape)
+    if out.compare == "exact":
+        bad = ~((g == r) | (torch.isnan(g) & torch.isnan(r)))
+        rule = "exact match"
+    elif out.compare == "rounded":
+        lo = torch.ceil(r - out.window - 0.5)
+        hi = torch.floor(r + out.window + 0.5)
+        bad = (g < lo) | (g > hi) | torch.isnan(g)
+        rule = f"the rounding of a value within {out.window:g} of the exact one"
+    else:
+        bad = ~((g - r).abs() <= out.atol + out.rtol * r.abs())
+        rule = f"|got - expected| <= {out.atol:g} + {out.rtol:g} * |expected|"
+    n = int(bad.sum())
+    if not n:
+        return None
+    flat = bad.flatten().nonzero().flatten()[:SHOW]
+    gf, rf = g.flatten(), r.flatten()
+    shown = "; ".join(
+        f"{out.name}{_index(int(i), shape)} got {_fmt(gf[i])} expected "
+        + (f"{_fmt(float(torch.round(rf[i])))} (exact {rf[i]:.4f})" if out.compare == "rounded" else _fmt(rf[i]))
+        for i in flat
+    )
+    extra = ""
+    if out.compare == "close":
+        finite = ~torch.isnan(g)
+        err = (g - r).abs()[finite]
+        if err.numel():
+            extra = f"; max abs error {float(err.max()):.3g}"
+    return f"{out.name}: {n} of {got.numel()} element(s) differ (rule: {rule}){extra}; first: {shown}"
+
+
+def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: list[str]) -> list[str]:
+    """Every problem of one call (one case under one config); empty when it is right."""
+    if run.get("error"):
+        where = "; ".join(run.get("where") or [])
+        return [f"raised {run['error'].splitlines()[0] if run['error'] else 'an exception'}"
+                + (f" ({where})" if where else "")
+                + ("\n" + "\n".join(run["error"].splitlines()[1:12]) if "\n" in run["error"] else "")]
+    problems = []
+    outputs = run.get("outputs")
+    if not isinstance(outputs, list):
+        return ["the worker's record of this call has no outputs (garbled result)"]
+    if len(outputs) != len(task.outputs):
+        want = ", ".join(o.name for o in task.outputs)
+        return [f"returned {len(outputs)} value(s) ({run.get('returned')}); expected {len(task.outputs)}: ({want})"]
+
+    # Out-of-bounds writes and changed inputs.
+    inputs = run.get("inputs") or []
+    sent = [a for a in case.args if isinstance(a, torch.Tensor)]
+    sent += [v for v in case.kwargs.values() if isinstance(v, torch.Tensor)]
+    if len(inputs) != len(sent):
+        return ["the worker's record of the inputs does not match what was sent (garbled result)"]
+    for rec, original, name in zip(inputs, sent, names):
+        msg, _ = check_guards(rec, f"input {name}")
+        if msg:
+            problems.append(msg)
+        buf, size, stride, offset = _geometry(rec)
+        if list(size) != list(original.shape):
+            return ["the worker's record of the inputs does not match what was sent (garbled result)"]
+        now = guards.bits_view(buf.as_strided(size, stride, offset))
+        then = guards.bits_view(original.contiguous())
+        n = int((now != then).sum())
+        if n:
+            problems.append(f"input {name} was modified: {n} element(s) changed; inputs must stay unchanged")
+    allocs = run.get("allocs") or []
+    owners = {o.get("alloc"): task.outputs[k].name for k, o in enumerate(outputs) if o.get("kind") == "tensor"}
+    for j, rec in enumerate(allocs):
+        label = owners.get(j) or f"a scratch buffer allocated by the wrapper (#{j}, shape {rec.get('size')})"
+        msg, _ = check_guards(rec, label)
+        if msg:
+            problems.append(msg)
+
+    launches = run.get("launches") or []
+    for k, (spec, got, ref) in enumerate(zip(task.outputs, outputs, case.expected)):
+        if got.get("kind") != "tensor":
+            problems.append(f"{spec.name}: expected a tensor, got {got.get('kind')} {got.get('repr', '')}")
+            continue
+        t = got["tensor"]
+        want_dtype = _resolve_dtype(spec, case.args)
+        head = []
+        if t.dtype != want_dtype:
+            head.append(f"dtype {str(t.dtype).replace('torch.', '')}, expected {str(want_dtype).replace('torch.', '')}")
+        if tuple(t.shape) != tuple(ref.shape):
+            head.append(f"shape {list(t.shape)}, expected {list(ref.shape)}")
+        if str(got.get("device", "")).split(":")[0] != device:
+            head.append(f"on device {got.get('device')}, expected {device}")
+        if head:
+            problems.append(f"{spec.name}: " + "; ".join(head))
+            continue
+        if spec.from_kernel:
+            alloc = got.get("alloc")
+            if not launches:
+                problems.append(f"{spec.name}: no Triton kernel was launched during the call; the answer must "
+                                "come from your kernel, not from torch operations")
+            elif alloc is None or not (0 <= alloc < len(allocs)):
+                problems.append(f"{spec.name} was not allocated with torch.empty/empty_like/zeros... inside the "
+                                "call (the grader surrounds those with guard bands), or was produced by a torch "
+                                "operation instead of your kernel")
+            else:
+                base, size = allocs[alloc].get("base", -1), allocs[alloc].get("nbytes", 0)
+                if not any(base <= p < base + size for launch in launches for p in launch.get("ptrs", [])):
+                    problems.append(f"{spec.name} was not passed to any Triton kernel launched during the call; "
+                                    "it must be written by your kernel")
+        bits = guards.bits_view(t)
+        unwritten = int((bits == guards.poison_bits(t.dtype)).sum())
+        if unwritten:
+            first = (bits == guards.poison_bits(t.dtype)).flatten().nonzero().flatten()[:SHOW]
+            problems.append(f"{spec.name}: {unwritten} element(s) still hold the poison the buffer was filled "
+                            f"with (never written, or copied from outside an input): "
+                            f"{', '.join(spec.name + _index(int(i), tuple(t.shape)) for i in first)}")
+            continue
+        if t.is_floating_point() and not ref.double().isnan().any():
+            nans = int(t.isnan().sum())
+            if nans:
+                problems.append(f"{spec.name}: {nans} NaN element(s): the kernel read poison (NaN) from outside "
+                                "an input (a missing load mask?) or divided by zero")
+                continue
+        msg = compare_values(spec, t, ref)
+        if msg:
+            problems.append(msg)
+    return problems
+
+
+def input_names(task: TaskSpec, case: CaseData) -> list[str]:
+    params = [p for p in task.functions[task.entry] if not p.startswith("*")]
+    names = [params[i] if i < len(params) else f"#{i}" for i, a in enumerate(case.args) if isinstance(a, torch.Tensor)]
+    names += [k for k, v in case.kwargs.items() if isinstance(v, torch.Tensor)]
+    return names
+
+
+def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResults, device: str) -> Verdict:
+    runs, why = results.case_runs(index, case.id)
+    if runs is None:
+        return Verdict(False, why, staff=results.run.log[-4000:] if results.run else "")
+    if not runs:
+        return Verdict(False, "the worker recorded no run of this case (garbled result)")
+    names = input_names(task, case)
+    failing, staff = [], []
+    for run in runs:
+        try:
+            problems = check_run(task, case, run, device, names)
+        except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
+            problems = [f"the worker's record of this call is garbled ({type(exc).__name__}: {exc})"]
+        if run.get("fatal"):
+            problems.append(run["fatal"])
+        if problems:
+            configs = run.get("configs") or {}
+            label = "; ".join(f"{k} [{v}]" for k, v in configs.items()) or "the only configuration"
+            failing.append((label, problems))
+            if run.get("traceback"):
+                staff.append(run["traceback"])
+    if not failing:
+        n = len(runs)
+        return Verdict(True, f"passed under {n} autotune config{'s' if n > 1 else ''}")
+    lines = []
+    first_problems = failing[0][1]
+    if len(failing) > 1 and all(p == first_problems for _, p in failing):
+        lines.append(f"under all {len(failing)} configs:")
+        lines += [f"  - {p}" for p in first_problems]
+    else:
+        for label, problems in failing[:3]:
+            lines.append(f"under config {label}:")
+            lines += [f"  - {p}" for p in problems]
+        if len(failing) > 3:
+            lines.append(f"... and {len(failing) - 3} more failing config(s)")
+    if len(failing) < len(runs):
+        lines.append(f"({len(runs) - len(failing)} of {len(runs)} configs passed)")
+    return Verdict(False, "\n".join(lines), staff="\n\n".join(staff)[-20000:])

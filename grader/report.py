@@ -1,0 +1,43 @@
+"""What people read: a summary per graded task on stdout, and the JSON files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from grader.grading import TaskResult
+
+
+def device_label(env: dict) -> str:
+    if env.get("device") == "cuda":
+        return f"cuda ({env.get('gpu') or 'GPU'})"
+    return "cpu (Triton interpreter, smaller sizes)"
+
+
+def summary(result: TaskResult, staff: bool = False) -> str:
+    env = result.environment
+    lines = [
+        f"{result.task}  {result.submission}",
+        f"  graded on {device_label(env)}, torch {env.get('torch')}, triton {env.get('triton')}",
+    ]
+    for t in result.tests:
+        mark = "PASS" if t.outcome == "passed" else "FAIL" if t.outcome == "failed" else "ERROR"
+        pts = f"{t.points:g}/{t.max_points:g}"
+        first, *rest = (t.message or "").splitlines() or [""]
+        lines.append(f"  {mark:5} {t.name:24} {pts:>10}  {first}" if mark != "PASS" else f"  {mark:5} {t.name:24} {pts:>10}")
+        if mark != "PASS":
+            lines += [f"{'':44}{r}" for r in rest[:20]]
+        if staff and t.staff:
+            lines += [f"{'':8}| {r}" for r in t.staff.splitlines()[-30:]]
+    lines.append(f"  score: {result.score:g} / {result.max_score:g}")
+    if staff:
+        lines.append(f"  worker: {result.staff.get('worker_exit', 'not started')}, "
+                     f"{result.staff.get('worker_seconds', 0)} s")
+    return "\n".join(lines)
+
+
+def write_json(result: TaskResult, path: Path, staff_path: Path | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result.student_json(), indent=2) + "\n")
+    if staff_path is not None:
+        staff_path.write_text(json.dumps(result.staff_json(), indent=2) + "\n")

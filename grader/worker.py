@@ -1,0 +1,332 @@
+"""The worker: the only process that imports and runs a submission.
+
+    python -m grader.worker JOBDIR
+
+It reads `JOBDIR/job.json` and `JOBDIR/inputs.pt` (written by the judge), imports the submission, runs every
+case under every autotune config, and writes what it saw, never a verdict:
+
+* `load.json`: whether the import worked, the required kernels' autotune configs, the environment;
+* `status.json`: the case it is running (so a hang or a crash can be placed);
+* `case-<i>.pt`: per config run, the outputs, every guarded buffer (inputs and allocations) and the launches.
+
+The judge loads these with `torch.load(weights_only=True)`, which builds tensors and plain data only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+from grader import guards
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def _save(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    torch.save(data, tmp)
+    os.replace(tmp, path)
+
+
+# ------------------------------------------------------------------------------------- runtime instrumentation
+
+
+class Instruments:
+    """Launch tracing, guarded allocations and config forcing, installed around the submission's calls."""
+
+    ALLOCATORS = ("empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
+                  "full_like")
+    METHODS = ("new_empty", "new_zeros", "new_ones", "new_full")
+
+    def __init__(self) -> None:
+        self.launches: list[dict] = []
+        self.allocs: list[tuple[torch.Tensor, torch.Tensor, int]] = []
+        self.active = False
+        self.path = ""
+        self._orig_empty = torch.empty
+        self._patch_launches()
+        self._patch_allocators()
+
+    # Every Triton launch goes through JITFunction.run (compiled) or InterpretedFunction.run (interpreter),
+    # whether it comes from `kernel[grid](...)` or from an autotuner.
+    def _patch_launches(self) -> None:
+        from triton.runtime.jit import JITFunction
+
+        classes = [JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        except ImportError:  # pragma: no cover - very old triton
+            pass
+        inst = self
+        for cls in classes:
+            orig = cls.run
+
+            def run(self, *args, _orig=orig, **kwargs):
+                if inst.active and not kwargs.get("warmup", False):
+                    ptrs = [a.data_ptr() for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+                    name = getattr(getattr(self, "fn", None), "__name__", type(self).__name__)
+                    inst.launches.append({"kernel": name, "ptrs": ptrs})
+                return _orig(self, *args, **kwargs)
+
+            cls.run = run
+
+    def _patch_allocators(self) -> None:
+        inst = self
+
+        def wrap(orig, keep_values: bool):
+            def alloc(*args, **kwargs):
+                t = orig(*args, **kwargs)
+                if not inst.active or not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+                    return t
+                if sys._getframe(1).f_code.co_filename != inst.path:
+                    return t  # Triton's or torch's own allocations (the interpreter copies buffers) stay plain
+                if t.device.type == "meta":
+                    return t
+                buf, view, offset = guards.guarded_like(t, empty=inst._orig_empty)
+                if keep_values:
+                    view.copy_(t)
+                if t.requires_grad:
+                    view.requires_grad_(True)
+                inst.allocs.append((buf, view, offset))
+                return view
+
+            return alloc
+
+        for name in self.ALLOCATORS:
+            setattr(torch, name, wrap(getattr(torch, name), keep_values=not name.startswith("empty")))
+        for name in self.METHODS:
+            setattr(torch.Tensor, name, wrap(getattr(torch.Tensor, name), keep_values=name != "new_empty"))
+
+    def reset(self) -> None:
+        self.launches, self.allocs = [], []
+
+
+def patch_interpreter_libdevice() -> None:
+    """Give the interpreter the libdevice rounding functions, which it otherwise returns None for."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    np_dtype = getattr(interpreter, "_get_np_dtype", None) or (lambda dt: np.dtype(_NP_NAMES[str(dt)]))
+
+    def unary(np_fn, out=None):
+        def fn(arg0, *args, **kwargs):
+            dt = out or arg0.dtype
+            data = np.asarray(np_fn(arg0.handle.data)).astype(np_dtype(dt))
+            ty = tl.block_type(dt, arg0.type.shape) if arg0.type.is_block() else dt
+            return tl.tensor(interpreter.TensorHandle(data, dt), ty)
+
+        return fn
+
+    def away(x):  # round half away from zero (libdevice round)
+        return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+    table = {
+        "rint": unary(np.rint), "nearbyint": unary(np.rint), "round": unary(away), "trunc": unary(np.trunc),
+        "floor": unary(np.floor), "ceil": unary(np.ceil), "llrint": unary(np.rint, tl.int64),
+        "llround": unary(away, tl.int64), "float2int_rn": unary(np.rint, tl.int32),
+    }
+    import importlib
+
+    for modname in ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice"):
+        try:
+            mod = importlib.import_module(modname)
+        except ImportError:
+            continue
+        for name, fn in table.items():
+            setattr(mod, name, fn)
+
+
+_NP_NAMES = {"fp16": "float16", "fp32": "float32", "fp64": "float64", "int8": "int8", "int16": "int16",
+             "int32": "int32", "int64": "int64", "uint8": "uint8", "int1": "bool"}
+
+
+# ------------------------------------------------------------------------------------------- the submission
+
+
+def _kernel_chain(obj) -> list:
+    chain = []
+    while obj is not None and len(chain) < 8:
+        chain.append(obj)
+        obj = getattr(obj, "fn", None)
+    return chain
+
+
+def describe_kernel(obj) -> dict:
+    from triton.runtime.autotuner import Autotuner
+
+    if obj is None:
+        return {"kind": "missing", "configs": []}
+    for link in _kernel_chain(obj):
+        if isinstance(link, Autotuner):
+            return {"kind": "autotune", "configs": [str(c) for c in link.configs]}
+    names = {type(link).__name__ for link in _kernel_chain(obj)}
+    if names & {"JITFunction", "InterpretedFunction"}:
+        return {"kind": "jit", "configs": []}
+    return {"kind": type(obj).__name__, "configs": []}
+
+
+def find_autotuners(module) -> list:
+    from triton.runtime.autotuner import Autotuner
+
+    found = []
+    for value in vars(module).values():
+        for link in _kernel_chain(value):
+            if isinstance(link, Autotuner) and all(link is not f for f in found):
+                found.append(link)
+    return found
+
+
+def _student_frames(tb, path: str) -> list[str]:
+    frames = [f for f in traceback.extract_tb(tb) if os.path.abspath(f.filename) == path]
+    return [f"line {f.lineno} in {f.name}: {f.line}" for f in frames]
+
+
+def _error_record(exc: BaseException, path: str) -> dict:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return {
+        "error": text[:4000],
+        "where": _student_frames(exc.__traceback__, path)[-3:],
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:],
+    }
+
+
+def _to_cpu(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().to("cpu").clone()
+
+
+def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, config_index: int) -> dict:
+    """One call of the entry on fresh guarded inputs, under one forced autotune config."""
+    record: dict = {"config_index": config_index, "configs": {}, "error": None}
+    for tuner, configs in tuners:
+        chosen = configs[min(config_index, len(configs) - 1)]
+        tuner.configs = [chosen]  # one config: the autotuner runs it without benchmarking
+        record["configs"][getattr(getattr(tuner, "base_fn", None) or tuner.fn, "__name__", "kernel")] = str(chosen)
+
+    inputs, args, kwargs = [], [], {}
+    for value in case["args"]:
+        if isinstance(value, torch.Tensor):
+            buf, view, off = guards.guarded_copy(value, device)
+            inputs.append((buf, view, off))
+            value = view
+        args.append(value)
+    for key, value in case["kwargs"].items():
+        if isinstance(value, torch.Tensor):
+            buf, view, off = guards.guarded_copy(value, device)
+            inputs.append((buf, view, off))
+            value = view
+        kwargs[key] = value
+
+    inst.reset()
+    start = time.perf_counter()
+    result = None
+    inst.active = True
+    try:
+        result = entry(*args, **kwargs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    except BaseException as exc:  # noqa: BLE001 - any failure of the submission is a result
+        record.update(_error_record(exc, inst.path))
+    finally:
+        inst.active = False
+        for tuner, configs in tuners:
+            tuner.configs = list(configs)
+    record["seconds"] = time.perf_counter() - start
+    if record["error"] is not None and device == "cuda":
+        try:
+            torch.cuda.synchronize()
+        except BaseException as exc:  # noqa: BLE001
+            record["fatal"] = f"the CUDA context is lost ({type(exc).__name__}: {exc})"
+            return record
+
+    items = result if isinstance(result, (tuple, list)) else ([] if result is None else [result])
+    outputs = []
+    for item in items:
+        if isinstance(item, torch.Tensor):
+            ptr = item.data_ptr()
+            alloc = next((j for j, (buf, _, _) in enumerate(inst.allocs)
+                          if buf.data_ptr() <= ptr < buf.data_ptr() + buf.numel() * buf.element_size()), None)
+            outputs.append({"kind": "tensor", "tensor": _to_cpu(item), "device": str(item.device),
+                            "ptr": ptr, "nbytes": item.numel() * item.element_size(), "alloc": alloc})
+        else:
+            outputs.append({"kind": type(item).__name__, "repr": repr(item)[:200]})
+    record["returned"] = type(result).__name__
+    record["outputs"] = outputs
+    record["inputs"] = [{"buffer": _to_cpu(buf), "size": list(view.shape), "stride": list(view.stride()),
+                         "offset": off} for buf, view, off in inputs]
+    record["allocs"] = [{"buffer": _to_cpu(buf), "size": list(view.shape), "stride": list(view.stride()),
+                         "offset": off, "base": buf.data_ptr(), "nbytes": buf.numel() * buf.element_size()}
+                        for buf, view, off in inst.allocs]
+    record["launches"] = list(inst.launches)
+    return record
+
+
+def environment(device: str) -> dict:
+    import triton
+
+    gpu = torch.cuda.get_device_name() if device == "cuda" else None
+    return {"device": device, "gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
+            "python": platform.python_version(), "interpreter": os.environ.get("TRITON_INTERPRET") == "1"}
+
+
+def main(jobdir: Path) -> int:
+    job = json.loads((jobdir / "job.json").read_text())
+    device = job["device"]
+    path = os.path.abspath(job["submission"])
+    load: dict = {"ok": False, "kernels": {}, "environment": {}}
+    try:
+        load["environment"] = environment(device)
+        if device == "cpu":
+            patch_interpreter_libdevice()
+        inst = Instruments()
+        inst.path = path
+        cases = torch.load(job["inputs"], weights_only=True)
+        spec = importlib.util.spec_from_file_location("submission", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["submission"] = module
+        spec.loader.exec_module(module)
+        entry = getattr(module, job["entry"], None)
+        if not callable(entry):
+            raise AttributeError(f"the submission defines no function {job['entry']}")
+        load["kernels"] = {name: describe_kernel(getattr(module, name, None)) for name in job["kernels"]}
+        tuners = [(t, list(t.configs)) for t in find_autotuners(module)]
+        load["ok"] = True
+    except BaseException as exc:  # noqa: BLE001
+        load.update(_error_record(exc, path))
+        _write_json(jobdir / "load.json", load)
+        return 0
+    _write_json(jobdir / "load.json", load)
+
+    n_runs = max([len(c) for _, c in tuners] + [1])
+    for i, case in enumerate(cases):
+        _write_json(jobdir / "status.json", {"case": case["id"], "index": i, "started": time.time()})
+        runs = []
+        for c in range(n_runs):
+            record = run_case(entry, case, device, inst, tuners, c)
+            runs.append(record)
+            if record.get("fatal"):
+                break
+        _save(jobdir / f"case-{i}.pt", {"id": case["id"], "runs": runs})
+        if any(r.get("fatal") for r in runs):
+            _write_json(jobdir / "status.json", {"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
+            return 3
+    _write_json(jobdir / "status.json", {"done": True})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))
