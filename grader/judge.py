@@ -232,7 +232,7 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
             problems.append(msg)
 
     launches = run.get("launches") or []
-    for k, (spec, got, ref) in enumerate(zip(task.outputs, outputs, case.expected)):
+    for spec, got, ref in zip(task.outputs, outputs, case.expected):
         if got.get("kind") != "tensor":
             problems.append(f"{spec.name}: expected a tensor, got {got.get('kind')} {got.get('repr', '')}")
             continue

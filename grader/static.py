@@ -105,7 +105,8 @@ def _check_params(node: ast.FunctionDef | None, name: str, expected: list[str], 
     exp_kw = [p[1:] for p in expected if p.startswith("*")]
     problems = []
     if positional[: len(exp_pos)] != exp_pos:
-        problems.append(f"line {node.lineno}: {what} {name} must take ({', '.join(exp_pos)}) first, found ({', '.join(positional)})")
+        problems.append(f"line {node.lineno}: {what} {name} must take ({', '.join(exp_pos)}) first, "
+                        f"found ({', '.join(positional)})")
     if not kernel:
         # Extra positional parameters are fine only with defaults: the harness passes just the listed ones.
         n_defaults = len(node.args.defaults)

@@ -158,6 +158,13 @@ _NP_NAMES = {"fp16": "float16", "fp32": "float32", "fp64": "float64", "int8": "i
 # ------------------------------------------------------------------------------------------- the submission
 
 
+def config_label(config) -> str:
+    """A config as text, without the fields left at their defaults."""
+    parts = [p for p in str(config).split(", ")
+             if p not in ("num_ctas: 1", "maxnreg: None", "ir_override: None") and not p.endswith(": None")]
+    return ", ".join(parts)
+
+
 def _kernel_chain(obj) -> list:
     chain = []
     while obj is not None and len(chain) < 8:
@@ -173,7 +180,7 @@ def describe_kernel(obj) -> dict:
         return {"kind": "missing", "configs": []}
     for link in _kernel_chain(obj):
         if isinstance(link, Autotuner):
-            return {"kind": "autotune", "configs": [str(c) for c in link.configs]}
+            return {"kind": "autotune", "configs": [config_label(c) for c in link.configs]}
     names = {type(link).__name__ for link in _kernel_chain(obj)}
     if names & {"JITFunction", "InterpretedFunction"}:
         return {"kind": "jit", "configs": []}
@@ -215,7 +222,8 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     for tuner, configs in tuners:
         chosen = configs[min(config_index, len(configs) - 1)]
         tuner.configs = [chosen]  # one config: the autotuner runs it without benchmarking
-        record["configs"][getattr(getattr(tuner, "base_fn", None) or tuner.fn, "__name__", "kernel")] = str(chosen)
+        name = getattr(getattr(tuner, "base_fn", None) or tuner.fn, "__name__", "kernel")
+        record["configs"][name] = config_label(chosen)
 
     inputs, args, kwargs = [], [], {}
     for value in case["args"]:

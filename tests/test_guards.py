@@ -1,0 +1,47 @@
+import torch
+
+from grader import guards, judge
+
+
+def test_poison_is_a_distinctive_nan_and_int_minimum():
+    for dtype in (torch.float16, torch.float32, torch.bfloat16):
+        buf = guards.fill_poison(torch.empty(4, dtype=dtype))
+        assert buf.isnan().all()
+        assert (guards.bits_view(buf) == guards.poison_bits(dtype)).all()
+        computed_nan = torch.full((1,), float("nan"), dtype=dtype)
+        assert int(guards.bits_view(computed_nan)[0]) != guards.poison_bits(dtype)
+    assert guards.poison_bits(torch.int8) == -128
+
+
+def test_guarded_copy_keeps_strides_and_poisons_gaps():
+    base = torch.arange(20, dtype=torch.float32).reshape(4, 5)
+    view = base[:, :3]
+    buf, g, off = guards.guarded_copy(view, "cpu")
+    assert g.stride() == (5, 1) and torch.equal(g, view)
+    mask = guards.region_mask(buf.numel(), g.shape, g.stride(), off)
+    assert int(mask.sum()) == 12
+    assert buf[~mask].isnan().all()
+
+
+def _record(buf, view, off):
+    return {"buffer": buf, "size": list(view.shape), "stride": list(view.stride()), "offset": off}
+
+
+def test_guard_check_reports_side_and_offsets():
+    buf, view, off = guards.guarded_like(torch.empty(10, dtype=torch.int8))
+    view.fill_(1)
+    assert judge.check_guards(_record(buf, view, off), "q")[0] is None
+    buf[off + 10 : off + 13] = 5  # three past the end
+    buf[off - 2] = 7  # one before the start
+    msg = judge.check_guards(_record(buf, view, off), "q")[0]
+    assert "4 element(s) around q" in msg
+    assert "1 before the start (offsets -2)" in msg
+    assert "3 past the end (offsets +0, +1, +2)" in msg
+
+
+def test_guard_check_reports_writes_into_gaps():
+    base = torch.zeros(4, 8)
+    buf, view, off = guards.guarded_copy(base[:, :5], "cpu")
+    buf[off + 6] = 0.0  # row 0, column 6: inside the span but not part of the view
+    msg = judge.check_guards(_record(buf, view, off), "x")[0]
+    assert "gaps between the rows" in msg

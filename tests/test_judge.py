@@ -1,0 +1,75 @@
+import json
+
+import torch
+
+from grader import judge
+from grader.config import OutputSpec
+from grader.runner import WorkerRun
+
+ROUNDED = OutputSpec(name="q", dtype="int8", compare="rounded", window=1e-3)
+
+
+def test_rounded_accepts_either_side_of_a_tie_but_not_truncation():
+    real = torch.tensor([2.5, -2.5, 2.4996, 3.7, -3.7], dtype=torch.float64)
+    assert judge.compare_values(ROUNDED, torch.tensor([2, -3, 3, 4, -4], dtype=torch.int8), real) is None
+    assert judge.compare_values(ROUNDED, torch.tensor([3, -2, 2, 4, -4], dtype=torch.int8), real) is None
+    msg = judge.compare_values(ROUNDED, torch.tensor([2, -2, 2, 3, -3], dtype=torch.int8), real)
+    assert msg.startswith("q: 2 of 5 element(s) differ")
+    assert "q[3] got 3 expected 4 (exact 3.7000)" in msg
+
+
+def test_close_and_exact_rules():
+    close = OutputSpec(name="y", dtype="float16", compare="close", rtol=1e-2, atol=1e-3)
+    ref = torch.tensor([[1.0, 100.0], [0.0, -5.0]], dtype=torch.float64)
+    assert judge.compare_values(close, ref.half(), ref) is None
+    bad = ref.clone()
+    bad[1, 1] = -5.2
+    msg = judge.compare_values(close, bad.half(), ref)
+    assert "1 of 4" in msg and "y[1, 1] got -5.19922 expected -5" in msg
+    nan = ref.clone()
+    nan[0, 0] = float("nan")
+    assert judge.compare_values(close, nan, ref) is not None
+    exact = OutputSpec(name="a", dtype="float16", compare="exact")
+    assert judge.compare_values(exact, torch.tensor(1.5).half(), torch.tensor(1.5).half()) is None
+    assert judge.compare_values(exact, torch.tensor(1.5).half(), torch.tensor(1.25).half()) is not None
+
+
+def _results(tmp_path, **files):
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    run = WorkerRun(jobdir=tmp_path, returncode=-9, timed_out=False, seconds=1.0, log="")
+    return judge.WorkerResults.read(tmp_path, run)
+
+
+def test_missing_results_fail_closed(tmp_path):
+    res = _results(tmp_path)
+    assert res.problem and "SIGKILL" in res.problem
+    runs, why = res.case_runs(0, "c0")
+    assert runs is None and "before any case started" in why
+
+
+def test_a_crash_is_placed_in_its_case(tmp_path):
+    res = _results(tmp_path, **{"load.json": b'{"ok": true, "kernels": {}}', "status.json": b'{"case": "c1"}'})
+    assert res.case_runs(1, "c1")[1] == "the worker was killed by SIGKILL while running this case"
+    assert "while running case c1" in res.case_runs(2, "c2")[1]
+
+
+def test_garbled_results_fail_closed(tmp_path):
+    res = _results(tmp_path, **{"load.json": b"[1, 2]", "case-0.pt": b"not a torch file"})
+    assert res.problem and "unexpected shape" in res.problem
+    runs, why = res.case_runs(0, "c0")
+    assert runs is None and "unreadable" in why
+    torch.save({"id": "other", "runs": []}, tmp_path / "case-0.pt")
+    assert "unreadable" in res.case_runs(0, "c0")[1]
+
+
+def test_pickled_code_is_not_executed(tmp_path):
+    class Evil:
+        def __reduce__(self):
+            return (exec, ("open('%s', 'w').write('pwned')" % (tmp_path / "pwned"),))
+
+    torch.save({"id": "c0", "runs": [Evil()]}, tmp_path / "case-0.pt")
+    (tmp_path / "load.json").write_text(json.dumps({"ok": True, "kernels": {}}))
+    runs, why = judge.WorkerResults.read(tmp_path, WorkerRun(tmp_path, 0, False, 1.0, "")).case_runs(0, "c0")
+    assert runs is None and "unreadable" in why
+    assert not (tmp_path / "pwned").exists()
