@@ -53,11 +53,13 @@ def run_worker(jobdir: Path, device: str, timeout_s: float) -> WorkerRun:
     else:
         env.pop("TRITON_INTERPRET", None)
     log_path = jobdir / "worker.log"
+    scratch = jobdir / "cwd"  # the submission's working directory: empty, and not where results are written
+    scratch.mkdir(exist_ok=True)
     start = time.monotonic()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "grader.worker", str(jobdir)],
-            cwd=jobdir, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=scratch, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
         timed_out = False

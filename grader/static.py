@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 
 from grader.config import TaskSpec
 
-FLAGGED_NAMES = {"__import__", "exec", "eval", "compile", "__builtins__", "importlib"}
+FLAGGED_NAMES = {"__import__", "exec", "eval", "compile", "__builtins__", "importlib", "open", "globals", "setattr",
+                 "delattr"}
+"""Names that reach around the import whitelist, read files, or rewrite other modules."""
+FLAGGED_ATTRS = {"os", "sys", "subprocess", "builtins", "ctypes", "importlib", "__builtins__", "__import__",
+                 "__globals__", "__subclasses__", "__code__"}
+"""Attributes that reach modules or internals the whitelist keeps out (e.g. `torch.os`)."""
 
 
 @dataclass
@@ -44,6 +49,8 @@ def check_source(source: str, task: TaskSpec, always_allowed: list[str] | None =
         report.signatures.append(msg)
         return report
 
+    imported = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
+                if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -59,8 +66,17 @@ def check_source(source: str, task: TaskSpec, always_allowed: list[str] | None =
                     report.imports.append(f"line {node.lineno}: from {mod} import {alias.name} is not allowed")
         elif isinstance(node, ast.Name) and node.id in FLAGGED_NAMES:
             report.imports.append(f"line {node.lineno}: use of {node.id} is not allowed")
-        elif isinstance(node, ast.Attribute) and node.attr in FLAGGED_NAMES:
+        elif isinstance(node, ast.Attribute) and node.attr in FLAGGED_ATTRS:
             report.imports.append(f"line {node.lineno}: use of .{node.attr} is not allowed")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                root = target
+                while isinstance(root, (ast.Attribute, ast.Subscript)):
+                    root = root.value
+                if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id in imported:
+                    report.imports.append(f"line {node.lineno}: assigning to {ast.unparse(target)} (changing an "
+                                          "imported module) is not allowed")
     if report.imports:
         report.imports.append(f"allowed imports: {', '.join(sorted(set(task.allowed_imports)))}")
 

@@ -56,3 +56,11 @@ def test_missing_kernel_and_missing_jit(task10):
 def test_syntax_error_fails_both_gates(task10):
     report = check_source("def broken(:\n", task10)
     assert report.imports and report.signatures and "syntax error" in report.imports[0]
+
+
+def test_reaching_around_the_whitelist_is_flagged(task10):
+    src = GOOD + "\nt = torch.os.getcwd()\nf = open('reference/x.py')\ntorch.empty = None\ntl.store.x = 1\n"
+    problems = "\n".join(check_source(src, task10).imports)
+    assert "use of .os" in problems
+    assert "use of open" in problems
+    assert "assigning to torch.empty" in problems and "assigning to tl.store.x" in problems

@@ -1,0 +1,75 @@
+"""End to end on the CPU interpreter: a submission that hangs, crashes or fails to import costs only its own
+tests, with a message that says what happened, and never another submission's result."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from grader.config import ROOT, load_config
+from grader.grading import Job, grade_jobs
+
+SOLUTION = (ROOT / "tasks" / "10_quantize_global_int8" / "solution.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def small_task(task10):
+    cases = [c for c in task10.cases if c.id in ("n1_fp32", "n127_fp16")]
+    return dataclasses.replace(task10, cases=cases, autotune_points=0.0, timeout_s={"cpu": 25})
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config(ROOT / "config.yaml")
+
+
+def _file(tmp_path: Path, name: str, source: str) -> Path:
+    path = tmp_path / name
+    path.write_text(source)
+    return path
+
+
+def _by_name(result):
+    return {t.name: t for t in result.tests}
+
+
+def test_hang_and_crash_fail_only_themselves(tmp_path, small_task, cfg):
+    hang = SOLUTION.replace("    absmax = x.abs().max()\n", "    while True:\n        pass\n", 1)
+    # A store 1 TiB past the output: the interpreter writes through a wild pointer and the worker dies.
+    crash = SOLUTION.replace("tl.store(output_ptr + offsets,", "tl.store(output_ptr + offsets + (1 << 40),")
+    assert hang != SOLUTION and crash != SOLUTION
+    jobs = [Job(small_task, _file(tmp_path, "hang.py", hang), "hang"),
+            Job(small_task, _file(tmp_path, "crash.py", crash), "crash"),
+            Job(small_task, _file(tmp_path, "good.py", SOLUTION), "good")]
+    hang_r, crash_r, good_r = grade_jobs(jobs, cfg, "cpu", workers=3)
+
+    assert good_r.score == good_r.max_score
+    tests = _by_name(hang_r)
+    assert hang_r.score == 0
+    assert "stopped at its time limit" in tests["n1_fp32"].message
+    assert "while running this case" in tests["n1_fp32"].message
+    assert tests["n127_fp16"].message.startswith("not run:")
+    tests = _by_name(crash_r)
+    assert crash_r.score == 0
+    assert "killed by SIGSEGV while running this case" in tests["n1_fp32"].message
+    assert "worker_log" in crash_r.staff_json()["staff"]
+
+
+def test_import_error_is_reported_with_its_line(tmp_path, small_task, cfg):
+    broken = SOLUTION.replace("import triton\n", "import triton\nraise RuntimeError('boom')\n", 1)
+    (result,) = grade_jobs([Job(small_task, _file(tmp_path, "broken.py", broken), "b")], cfg, "cpu", workers=1)
+    message = _by_name(result)["n1_fp32"].message
+    assert "importing the submission failed: RuntimeError: boom" in message
+    assert "line 5 in <module>" in message
+
+
+def test_wrong_return_and_forbidden_import_messages(tmp_path, small_task, cfg):
+    one = SOLUTION.replace("    return output, absmax\n", "    return output\n")
+    numpy = "import numpy\n" + SOLUTION
+    r_one, r_np = grade_jobs([Job(small_task, _file(tmp_path, "one.py", one), "one"),
+                              Job(small_task, _file(tmp_path, "np.py", numpy), "np")], cfg, "cpu", workers=2)
+    assert "returned 1 value(s) (Tensor); expected 2: (q, absmax)" in _by_name(r_one)["n1_fp32"].message
+    tests = _by_name(r_np)
+    assert tests["imports"].outcome == "failed" and "line 1: import numpy is not allowed" in tests["imports"].message
+    assert tests["n1_fp32"].message.startswith("not run: the imports check failed (line 1: import numpy")
+    assert r_np.student_json()["tests"][0].keys() == {"name", "outcome", "points", "max_points", "message"}
