@@ -269,7 +269,8 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
               "autotune": {k: len(v.get("configs") or []) for k, v in kernels.items()}}
     staff = {"pytest": pytest_out[-20000:]}
     if run is not None:
-        staff.update({"worker_log": run.log, "worker_exit": run.describe_exit(), "worker_seconds": round(run.seconds, 2)})
+        staff.update({"worker_log": run.log, "worker_exit": run.describe_exit(),
+                      "worker_seconds": round(run.seconds, 2)})
     return TaskResult(
         task=job.task.id, student=job.student, submission=str(job.submission),
         score=round(sum(t.points for t in tests), 6), max_score=job.task.points, tests=tests, checks=checks,
