@@ -19,7 +19,7 @@ selftest: .venv/.ready
 	$(PYTHON) -m grader selftest --device $(DEVICE)
 
 grade: .venv/.ready
-	@for d in submissions/*/; do $(PYTHON) -m grader grade-dir $$d --device $(DEVICE) || exit 1; done
+	$(PYTHON) -m grader grade-dir submissions/*/ --device $(DEVICE)
 
 clean:
 	rm -rf results .pytest_cache

@@ -29,8 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", type=Path, help="write the student result here (and the staff one beside it)")
     g.add_argument("--student", default=None, help="name recorded in the result (default: the file's folder)")
     _common(g)
-    d = sub.add_parser("grade-dir", help="grade every <task_id>.py in a student's folder")
-    d.add_argument("folder", type=Path)
+    d = sub.add_parser("grade-dir", help="grade every <task_id>.py in one or more student folders")
+    d.add_argument("folders", type=Path, nargs="+", metavar="folder")
     d.add_argument("--out", type=Path, default=None, help="results folder (default: config.yaml's results_dir)")
     _common(d)
     s = sub.add_parser("selftest", help="solutions earn full marks, skeletons 0, wrong/ files fail what they declare")
@@ -74,20 +74,28 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if result.score == result.max_score else 1
 
     if args.command == "grade-dir":
-        student = args.folder.resolve().name
-        jobs = [Job(tasks[p.stem], p, student) for p in sorted(args.folder.glob("*.py")) if p.stem in tasks]
-        unknown = [p.name for p in sorted(args.folder.glob("*.py")) if p.stem not in tasks]
-        if unknown:
-            print(f"ignored (no task of that name): {', '.join(unknown)}", file=sys.stderr)
+        jobs = []
+        for folder in args.folders:
+            student = folder.resolve().name
+            files = sorted(folder.glob("*.py"))
+            jobs += [Job(tasks[p.stem], p, student) for p in files if p.stem in tasks]
+            unknown = [p.name for p in files if p.stem not in tasks]
+            if unknown:
+                print(f"{folder}: ignored (no task of that name): {', '.join(unknown)}", file=sys.stderr)
         if not jobs:
-            print(f"no <task_id>.py files in {args.folder}", file=sys.stderr)
+            print("no <task_id>.py files found", file=sys.stderr)
             return 2
-        out = (args.out or ROOT / cfg.results_dir) / student
+        out = args.out or ROOT / cfg.results_dir
         results = grade_jobs(jobs, cfg, device, args.workers, on_result=show)
+        totals: dict[str, list[float]] = {}
         for r in results:
-            report.write_json(r, out / f"{r.task}.json", out / f"{r.task}.staff.json")
-        total = sum(r.score for r in results)
-        print(f"{student}: {total:g} / {sum(r.max_score for r in results):g}  (results in {out})")
+            report.write_json(r, out / r.student / f"{r.task}.json", out / r.student / f"{r.task}.staff.json")
+            totals.setdefault(r.student, [0.0, 0.0])
+            totals[r.student][0] += r.score
+            totals[r.student][1] += r.max_score
+        for student, (score, max_score) in totals.items():
+            print(f"{student:20} {score:6g} / {max_score:g}")
+        print(f"results in {out}/<student>/<task>.json")
         return 0
 
     if args.command == "selftest":

@@ -267,7 +267,7 @@ class CourseConfig:
     course: str = "course"
     device: str = "auto"
     """auto | cuda | cpu."""
-    timeout_s: dict[str, float] = field(default_factory=lambda: {"cuda": 180.0, "cpu": 600.0})
+    timeout_s: dict[str, float] = field(default_factory=lambda: {"cuda": 90.0, "cpu": 240.0})
     """Wall-clock limit of one worker, per device."""
     workers: int = 0
     """Submissions graded at once; 0 = one per CPU core."""
@@ -322,7 +322,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
                     f"{hw_where}.tasks.{task_id}: {points} points here, but tasks/{task_id}/task.yaml "
                     f"adds up to {tasks[task_id].points}"
                 )
-    timeout = {"cuda": 180.0, "cpu": 600.0, **{k: float(v) for k, v in (grading.get("timeout_s") or {}).items()}}
+    timeout = {"cuda": 90.0, "cpu": 240.0, **{k: float(v) for k, v in (grading.get("timeout_s") or {}).items()}}
     return CourseConfig(
         course=str(data.get("course", "course")),
         device=device,

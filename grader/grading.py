@@ -280,7 +280,7 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
 
 
 def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0,
-               keep: Path | None = None, on_result=None) -> list[TaskResult]:
+               keep: Path | None = None, on_result=None, benchmark_autotune: bool = False) -> list[TaskResult]:
     """Grade every job: workers run in parallel, judging happens here as each one finishes."""
     workers = workers or cfg.workers or max(1, _cpu_count())
     base = Path(tempfile.mkdtemp(prefix="grader-"))
@@ -300,7 +300,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             if not ctx.static.ok:
                 return None
             write_job(jobdir, job.submission, job.task.entry, list(job.task.kernels), device,
-                      prepared.inputs_path(job.task))
+                      prepared.inputs_path(job.task), benchmark_autotune)
             timeout = job.task.timeout_s.get(device) or cfg.timeout_s[device]
             return run_worker(jobdir, device, timeout)
 

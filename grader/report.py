@@ -24,10 +24,10 @@ def summary(result: TaskResult, staff: bool = False) -> str:
         mark = "PASS" if t.outcome == "passed" else "FAIL" if t.outcome == "failed" else "ERROR"
         pts = f"{t.points:g}/{t.max_points:g}"
         first, *rest = (t.message or "").splitlines() or [""]
-        head = f"  {mark:5} {t.name:24} {pts:>10}"
+        head = f"  {mark:5} {t.name:30} {pts:>10}"
         lines.append(head if mark == "PASS" else f"{head}  {first}")
         if mark != "PASS":
-            lines += [f"{'':44}{r}" for r in rest[:20]]
+            lines += [f"{'':50}{r}" for r in rest[:20]]
         if staff and t.staff:
             lines += [f"{'':8}| {r}" for r in t.staff.splitlines()[-30:]]
     lines.append(f"  score: {result.score:g} / {result.max_score:g}")

@@ -37,10 +37,12 @@ class WorkerRun:
         return f"the worker exited with code {self.returncode}"
 
 
-def write_job(jobdir: Path, submission: Path, entry: str, kernels: list[str], device: str, inputs: Path) -> None:
+def write_job(jobdir: Path, submission: Path, entry: str, kernels: list[str], device: str, inputs: Path,
+              benchmark_autotune: bool = False) -> None:
+    """`benchmark_autotune` makes the worker also run the stock autotuner first (for scripts/bench_grading.py)."""
     jobdir.mkdir(parents=True, exist_ok=True)
     job = {"submission": str(submission.resolve()), "entry": entry, "kernels": kernels, "device": device,
-           "inputs": str(inputs.resolve())}
+           "inputs": str(inputs.resolve()), "benchmark_autotune": benchmark_autotune}
     (jobdir / "job.json").write_text(json.dumps(job))
 
 
