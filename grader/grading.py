@@ -20,7 +20,7 @@ import platform
 import shutil
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -29,7 +29,7 @@ import torch
 
 from grader import judge, static
 from grader.config import AUTOTUNE_TEST, GATES, ROOT, CourseConfig, TaskSpec
-from grader.runner import WorkerRun, run_worker, write_job
+from grader.runner import JobSpec, WorkerRun, run_shard
 from grader.status import Outcome
 
 SUITE = Path(__file__).with_name("suite.py")
@@ -234,7 +234,7 @@ def run_suite(ctx: GradingContext, workdir: Path) -> tuple[dict[str, dict], str]
 
 
 def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest_out: str,
-                 run: WorkerRun | None) -> TaskResult:
+                 runs: list[WorkerRun]) -> TaskResult:
     tests = []
     points = job.task.test_points()
     for name in job.task.test_names:
@@ -268,9 +268,11 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
     checks = {"imports": ctx.static.imports or "ok", "signatures": ctx.static.signatures or "ok",
               "autotune": {k: len(v.get("configs") or []) for k, v in kernels.items()}}
     staff = {"pytest": pytest_out[-20000:]}
-    if run is not None:
-        staff.update({"worker_log": run.log, "worker_exit": run.describe_exit(),
-                      "worker_seconds": round(run.seconds, 2)})
+    if runs:
+        staff.update({"worker_log": ctx.results.log if ctx.results else "",
+                      "worker_exit": "; ".join(f"{r.run_id}: {r.describe_exit()}" for r in runs),
+                      "worker_seconds": round(max(r.seconds for r in runs), 2),
+                      "workers": len(runs)})
     return TaskResult(
         task=job.task.id, student=job.student, submission=str(job.submission),
         score=round(sum(t.points for t in tests), 6), max_score=job.task.points, tests=tests, checks=checks,
@@ -279,9 +281,14 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
     )
 
 
+MAX_SHARDS = 4
+"""A (submission, task) is split over at most this many workers when cores would otherwise sit idle (a student
+checking one file): compilation, the slow part, then runs in parallel."""
+
+
 def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0,
                keep: Path | None = None, on_result=None, benchmark_autotune: bool = False) -> list[TaskResult]:
-    """Grade every job: workers run in parallel, judging happens here as each one finishes."""
+    """Grade every job. Workers run in parallel; each job is judged here as soon as its workers are done."""
     workers = workers or cfg.workers or max(1, _cpu_count())
     base = Path(tempfile.mkdtemp(prefix="grader-"))
     try:
@@ -295,29 +302,45 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             jobdir.mkdir()
             contexts.append((job, jobdir, GradingContext(job.task, device, report, cases, None)))
 
-        def work(item):
-            job, jobdir, ctx = item
-            if not ctx.static.ok:
-                return None
-            write_job(jobdir, job.submission, job.task.entry, list(job.task.kernels), device,
-                      prepared.inputs_path(job.task), benchmark_autotune)
-            timeout = job.task.timeout_s.get(device) or cfg.timeout_s[device]
-            return run_worker(jobdir, device, timeout)
+        runnable = [n for n, (_, _, ctx) in enumerate(contexts) if ctx.static.ok]
+        shards = max(1, min(MAX_SHARDS, workers // max(1, len(runnable))))
+        runs: dict[int, list[WorkerRun]] = {n: [] for n in range(len(contexts))}
+        pending = {n: 0 for n in range(len(contexts))}
+        results: dict[int, TaskResult] = {}
 
-        results = []
+        def finish(n: int) -> None:
+            job, jobdir, ctx = contexts[n]
+            if ctx.static.ok:
+                ctx.results = judge.WorkerResults.read(jobdir, runs[n])
+            entries, out = run_suite(ctx, jobdir)
+            results[n] = build_result(job, ctx, entries, out, runs[n])
+            if on_result:
+                on_result(results[n])
+            if keep is not None:
+                shutil.copytree(jobdir, keep / jobdir.name, dirs_exist_ok=True)
+            shutil.rmtree(jobdir, ignore_errors=True)
+
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for (job, jobdir, ctx), run in zip(contexts, pool.map(work, contexts)):
-                if run is not None:
-                    ctx.results = judge.WorkerResults.read(jobdir, run)
-                entries, out = run_suite(ctx, jobdir)
-                result = build_result(job, ctx, entries, out, run)
-                results.append(result)
-                if on_result:
-                    on_result(result)
-                if keep is not None:
-                    shutil.copytree(jobdir, keep / jobdir.name, dirs_exist_ok=True)
-                shutil.rmtree(jobdir, ignore_errors=True)
-        return results
+            futures = {}
+            for n in runnable:
+                job, jobdir, _ = contexts[n]
+                spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
+                               prepared.inputs_path(job.task),
+                               job.task.timeout_s.get(device) or cfg.timeout_s[device], benchmark_autotune)
+                indices = list(range(len(job.task.cases)))
+                for k in range(min(shards, len(indices)) or 1):
+                    futures[pool.submit(run_shard, jobdir, k, spec, indices[k::shards])] = n
+                    pending[n] += 1
+            for n in range(len(contexts)):
+                if not pending[n]:
+                    finish(n)
+            for future in as_completed(futures):
+                n = futures[future]
+                runs[n] += future.result()
+                pending[n] -= 1
+                if not pending[n]:
+                    finish(n)
+        return [results[n] for n in range(len(contexts))]
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -7,7 +7,7 @@ is checked, and anything missing, late or garbled fails the test with a message 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -42,29 +42,29 @@ class Verdict:
 
 @dataclass
 class WorkerResults:
-    """The files a worker left, loaded defensively."""
+    """The files the workers of one (submission, task) left, loaded defensively."""
 
-    jobdir: Path | None
-    run: WorkerRun | None
+    jobdir: Path
+    runs: list[WorkerRun]
     load: dict | None = None
     problem: str | None = None
-    status: dict = field(default_factory=dict)
 
     @classmethod
-    def read(cls, jobdir: Path, run: WorkerRun) -> WorkerResults:
-        res = cls(jobdir=jobdir, run=run)
-        try:
-            res.status = json.loads((jobdir / "status.json").read_text())
-        except (OSError, ValueError):
-            res.status = {}
+    def read(cls, jobdir: Path, runs: list[WorkerRun]) -> WorkerResults:
+        res = cls(jobdir=jobdir, runs=runs)
         try:
             load = json.loads((jobdir / "load.json").read_text())
             if not isinstance(load, dict) or not isinstance(load.get("kernels"), dict):
                 raise ValueError("load.json has an unexpected shape")
             res.load = load
         except (OSError, ValueError) as exc:
-            res.problem = f"the worker reported nothing about loading the submission ({run.describe_exit()}; {exc})"
+            exit_ = runs[0].describe_exit() if runs else "no worker was started"
+            res.problem = f"the worker reported nothing about loading the submission ({exit_}; {exc})"
         return res
+
+    @property
+    def log(self) -> str:
+        return "\n".join(f"--- worker {r.run_id}: {r.describe_exit()}\n{r.log}" for r in self.runs)
 
     def case_runs(self, index: int, case_id: str) -> tuple[list[dict] | None, str]:
         """The runs of one case, or None and the reason they are missing."""
@@ -77,14 +77,23 @@ class WorkerResults:
                 return data["runs"], ""
             except Exception as exc:  # noqa: BLE001 - garbled results fail closed
                 return None, f"the worker's result for this case is unreadable ({type(exc).__name__}: {exc})"
-        current = self.status.get("case")
-        if self.status.get("fatal"):
-            return None, f"not run: the worker stopped after case {current}: {self.status['fatal']}"
+        try:
+            crash = json.loads((self.jobdir / f"crash-{index}.json").read_text())
+            return None, f"{crash['message']} while running this case (the later cases ran in a new worker)"
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        run = next((r for r in reversed(self.runs) if index in r.cases), None)
+        if run is None:
+            return None, "not run: no worker was started for this case"
+        status = run.status()
+        current = status.get("case")
+        if status.get("fatal"):
+            return None, f"not run: the worker stopped after case {current}: {status['fatal']}"
         if current == case_id:
-            return None, f"{self.run.describe_exit()} while running this case"
+            return None, f"{run.describe_exit()} while running this case"
         if current is not None:
-            return None, f"not run: {self.run.describe_exit()} while running case {current}"
-        return None, f"not run: {self.run.describe_exit()} before any case started"
+            return None, f"not run: {run.describe_exit()} while running case {current}"
+        return None, f"not run: {run.describe_exit()} before any case started"
 
 
 # ------------------------------------------------------------------------------------------------- formatting
@@ -190,13 +199,20 @@ def compare_values(out: OutputSpec, got: torch.Tensor, ref: torch.Tensor) -> str
     return f"{out.name}: {n} of {got.numel()} element(s) differ (rule: {rule}){extra}; first: {shown}"
 
 
+NOISE = ("Search for `cuda", "CUDA kernel errors might", "For debugging consider", "Compile with `TORCH_USE")
+
+
+def _error_text(error: str) -> str:
+    lines = [ln for ln in error.splitlines() if ln.strip() and not ln.startswith(NOISE)]
+    return "\n".join(lines[:12])
+
+
 def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: list[str]) -> list[str]:
     """Every problem of one call (one case under one config); empty when it is right."""
     if run.get("error"):
         where = "; ".join(run.get("where") or [])
-        return [f"raised {run['error'].splitlines()[0] if run['error'] else 'an exception'}"
-                + (f" ({where})" if where else "")
-                + ("\n" + "\n".join(run["error"].splitlines()[1:12]) if "\n" in run["error"] else "")]
+        first, *rest = _error_text(str(run["error"])).splitlines() or ["an exception"]
+        return [f"raised {first}" + (f" ({where})" if where else "") + "".join("\n" + r for r in rest)]
     problems = []
     outputs = run.get("outputs")
     if not isinstance(outputs, list):
@@ -292,7 +308,7 @@ def input_names(task: TaskSpec, case: CaseData) -> list[str]:
 def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResults, device: str) -> Verdict:
     runs, why = results.case_runs(index, case.id)
     if runs is None:
-        return Verdict(False, why, staff=results.run.log[-4000:] if results.run else "")
+        return Verdict(False, why, staff=results.log[-4000:])
     if not runs:
         return Verdict(False, "the worker recorded no run of this case (garbled result)")
     names = input_names(task, case)

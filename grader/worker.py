@@ -1,12 +1,12 @@
 """The worker: the only process that imports and runs a submission.
 
-    python -m grader.worker JOBDIR
+    python -m grader.worker JOBDIR RUN_ID
 
-It reads `JOBDIR/job.json` and `JOBDIR/inputs.pt` (written by the judge), imports the submission, runs every
-case under every autotune config, and writes what it saw, never a verdict:
+It reads `JOBDIR/job-<RUN_ID>.json` and the inputs file it names (both written by the judge), imports the
+submission, runs the listed cases under every autotune config, and writes what it saw, never a verdict:
 
 * `load.json`: whether the import worked, the required kernels' autotune configs, the environment;
-* `status.json`: the case it is running (so a hang or a crash can be placed);
+* `status-<RUN_ID>.json`: the case it is running (so a hang or a crash can be placed);
 * `case-<i>.pt`: per config run, the outputs, every guarded buffer (inputs and allocations) and the launches.
 
 The judge loads these with `torch.load(weights_only=True)`, which builds tensors and plain data only.
@@ -257,8 +257,8 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     if record["error"] is not None and device == "cuda":
         try:
             torch.cuda.synchronize()
-        except BaseException as exc:  # noqa: BLE001
-            record["fatal"] = f"the CUDA context is lost ({type(exc).__name__}: {exc})"
+        except BaseException:  # noqa: BLE001
+            record["fatal"] = "the CUDA context is lost: the cases after this one run in a new worker"
             return record
 
     items = result if isinstance(result, (tuple, list)) else ([] if result is None else [result])
@@ -303,8 +303,9 @@ def environment(device: str) -> dict:
             "python": platform.python_version(), "interpreter": os.environ.get("TRITON_INTERPRET") == "1"}
 
 
-def main(jobdir: Path) -> int:
-    job = json.loads((jobdir / "job.json").read_text())
+def main(jobdir: Path, run_id: str) -> int:
+    job = json.loads((jobdir / f"job-{run_id}.json").read_text())
+    status = jobdir / f"status-{run_id}.json"
     device = job["device"]
     path = os.path.abspath(job["submission"])
     load: dict = {"ok": False, "kernels": {}, "environment": {}}
@@ -332,8 +333,9 @@ def main(jobdir: Path) -> int:
     _write_json(jobdir / "load.json", load)
 
     n_runs = max([len(c) for _, c in tuners] + [1])
-    for i, case in enumerate(cases):
-        _write_json(jobdir / "status.json", {"case": case["id"], "index": i, "started": time.time()})
+    for i in job["cases"]:
+        case = cases[i]
+        _write_json(status, {"case": case["id"], "index": i, "started": time.time()})
         runs = []
         if job.get("benchmark_autotune"):
             naive_call(entry, case, device)
@@ -344,11 +346,11 @@ def main(jobdir: Path) -> int:
                 break
         _save(jobdir / f"case-{i}.pt", {"id": case["id"], "runs": runs})
         if any(r.get("fatal") for r in runs):
-            _write_json(jobdir / "status.json", {"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
+            _write_json(status, {"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
             return 3
-    _write_json(jobdir / "status.json", {"done": True})
+    _write_json(status, {"done": True})
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(main(Path(sys.argv[1]), sys.argv[2]))

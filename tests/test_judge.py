@@ -37,8 +37,9 @@ def test_close_and_exact_rules():
 def _results(tmp_path, **files):
     for name, content in files.items():
         (tmp_path / name).write_bytes(content)
-    run = WorkerRun(jobdir=tmp_path, returncode=-9, timed_out=False, seconds=1.0, log="")
-    return judge.WorkerResults.read(tmp_path, run)
+    run = WorkerRun(jobdir=tmp_path, returncode=-9, timed_out=False, seconds=1.0, log="", run_id="0-0",
+                    cases=[0, 1, 2])
+    return judge.WorkerResults.read(tmp_path, [run])
 
 
 def test_missing_results_fail_closed(tmp_path):
@@ -49,7 +50,7 @@ def test_missing_results_fail_closed(tmp_path):
 
 
 def test_a_crash_is_placed_in_its_case(tmp_path):
-    res = _results(tmp_path, **{"load.json": b'{"ok": true, "kernels": {}}', "status.json": b'{"case": "c1"}'})
+    res = _results(tmp_path, **{"load.json": b'{"ok": true, "kernels": {}}', "status-0-0.json": b'{"case": "c1"}'})
     assert res.case_runs(1, "c1")[1] == "the worker was killed by SIGKILL while running this case"
     assert "while running case c1" in res.case_runs(2, "c2")[1]
 
@@ -70,6 +71,12 @@ def test_pickled_code_is_not_executed(tmp_path):
 
     torch.save({"id": "c0", "runs": [Evil()]}, tmp_path / "case-0.pt")
     (tmp_path / "load.json").write_text(json.dumps({"ok": True, "kernels": {}}))
-    runs, why = judge.WorkerResults.read(tmp_path, WorkerRun(tmp_path, 0, False, 1.0, "")).case_runs(0, "c0")
+    runs, why = judge.WorkerResults.read(tmp_path, [WorkerRun(tmp_path, 0, False, 1.0, "")]).case_runs(0, "c0")
     assert runs is None and "unreadable" in why
     assert not (tmp_path / "pwned").exists()
+
+
+def test_a_restarted_worker_leaves_the_crash_on_its_case(tmp_path):
+    res = _results(tmp_path, **{"load.json": b'{"ok": true, "kernels": {}}',
+                                "crash-1.json": b'{"message": "the worker was killed by SIGSEGV"}'})
+    assert res.case_runs(1, "c1")[1].startswith("the worker was killed by SIGSEGV while running this case")
