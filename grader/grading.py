@@ -281,9 +281,38 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
     )
 
 
-MAX_SHARDS = 4
-"""A (submission, task) is split over at most this many workers when cores would otherwise sit idle (a student
-checking one file): compilation, the slow part, then runs in parallel."""
+def specialization_key(case: judge.CaseData) -> tuple:
+    """Cases with equal keys most likely reuse one compiled kernel: Triton specializes integer arguments on
+    divisibility by 16 and on equality to 1, and constexpr flags come from non-tensor arguments."""
+    key = []
+    for value in [*case.args, *case.kwargs.values()]:
+        if isinstance(value, torch.Tensor):
+            key.append((str(value.dtype), tuple((d % 16 == 0, d == 1) for d in value.shape),
+                        tuple(st % 16 == 0 for st in value.stride())))
+        else:
+            key.append(repr(value))
+    return tuple(key)
+
+
+def plan_shards(cases_per_job: dict[int, list[judge.CaseData]], workers: int) -> dict[int, list[list[int]]]:
+    """Split each job's cases over workers when there are more cores than jobs (a student checking one file, a
+    few tasks on a big box). Compilation is the slow part, so cases that share a specialization stay together
+    and each job gets workers in proportion to its number of distinct specializations."""
+    groups = {}
+    for n, cases in cases_per_job.items():
+        by_key: dict[tuple, list[int]] = {}
+        for i, case in enumerate(cases):
+            by_key.setdefault(specialization_key(case), []).append(i)
+        groups[n] = sorted(by_key.values(), key=len, reverse=True)
+    total = sum(len(g) for g in groups.values()) or 1
+    plan = {}
+    for n, job_groups in groups.items():
+        k = max(1, min(len(job_groups), round(workers * len(job_groups) / total)))
+        bins: list[list[int]] = [[] for _ in range(k)]
+        for group in job_groups:  # largest first, into the emptiest bin
+            min(bins, key=len).extend(group)
+        plan[n] = [sorted(b) for b in bins if b]
+    return plan
 
 
 def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0,
@@ -303,7 +332,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             contexts.append((job, jobdir, GradingContext(job.task, device, report, cases, None)))
 
         runnable = [n for n, (_, _, ctx) in enumerate(contexts) if ctx.static.ok]
-        shards = max(1, min(MAX_SHARDS, workers // max(1, len(runnable))))
+        plan = plan_shards({n: contexts[n][2].cases for n in runnable}, workers)
         runs: dict[int, list[WorkerRun]] = {n: [] for n in range(len(contexts))}
         pending = {n: 0 for n in range(len(contexts))}
         results: dict[int, TaskResult] = {}
@@ -327,9 +356,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
                                prepared.inputs_path(job.task),
                                job.task.timeout_s.get(device) or cfg.timeout_s[device], benchmark_autotune)
-                indices = list(range(len(job.task.cases)))
-                for k in range(min(shards, len(indices)) or 1):
-                    futures[pool.submit(run_shard, jobdir, k, spec, indices[k::shards])] = n
+                for k, indices in enumerate(plan[n]):
+                    futures[pool.submit(run_shard, jobdir, k, spec, indices)] = n
                     pending[n] += 1
             for n in range(len(contexts)):
                 if not pending[n]:

@@ -80,3 +80,18 @@ def test_a_restarted_worker_leaves_the_crash_on_its_case(tmp_path):
     res = _results(tmp_path, **{"load.json": b'{"ok": true, "kernels": {}}',
                                 "crash-1.json": b'{"message": "the worker was killed by SIGSEGV"}'})
     assert res.case_runs(1, "c1")[1].startswith("the worker was killed by SIGSEGV while running this case")
+
+
+def test_shards_keep_specializations_together_and_follow_their_count():
+    from grader.grading import plan_shards
+
+    def case(n, m, flag):
+        return judge.CaseData(f"c{n}x{m}", [torch.zeros(n, m)], {"flag": flag}, ())
+
+    heavy = [case(16, 16, True), case(32, 48, True), case(17, 16, True), case(1, 16, True), case(17, 17, False)]
+    light = [case(16, 16, True), case(32, 32, True)]
+    plan = plan_shards({0: heavy, 1: light}, workers=5)
+    assert sorted(i for b in plan[0] for i in b) == [0, 1, 2, 3, 4]
+    assert [0, 1] in plan[0]  # 16x16 and 32x48 share a specialization
+    assert len(plan[0]) == 4 and plan[1] == [[0, 1]]
+    assert plan_shards({0: heavy}, workers=1) == {0: [[0, 1, 2, 3, 4]]}
