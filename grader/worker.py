@@ -274,11 +274,9 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
             outputs.append({"kind": type(item).__name__, "repr": repr(item)[:200]})
     record["returned"] = type(result).__name__
     record["outputs"] = outputs
-    record["inputs"] = [{"buffer": _to_cpu(buf), "size": list(view.shape), "stride": list(view.stride()),
-                         "offset": off} for buf, view, off in inputs]
-    record["allocs"] = [{"buffer": _to_cpu(buf), "size": list(view.shape), "stride": list(view.stride()),
-                         "offset": off, "base": buf.data_ptr(), "nbytes": buf.numel() * buf.element_size()}
-                        for buf, view, off in inst.allocs]
+    record["inputs"] = [guards.guard_record(buf, view, off) for buf, view, off in inputs]
+    record["allocs"] = [{**guards.guard_record(buf, view, off), "base": buf.data_ptr(),
+                         "nbytes": buf.numel() * buf.element_size()} for buf, view, off in inst.allocs]
     record["launches"] = list(inst.launches)
     return record
 

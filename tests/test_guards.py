@@ -24,16 +24,16 @@ def test_guarded_copy_keeps_strides_and_poisons_gaps():
 
 
 def _record(buf, view, off):
-    return {"buffer": buf, "size": list(view.shape), "stride": list(view.stride()), "offset": off}
+    return guards.guard_record(buf, view, off)
 
 
 def test_guard_check_reports_side_and_offsets():
     buf, view, off = guards.guarded_like(torch.empty(10, dtype=torch.int8))
     view.fill_(1)
-    assert judge.check_guards(_record(buf, view, off), "q")[0] is None
+    assert judge.check_guards(_record(buf, view, off), "q") is None
     buf[off + 10 : off + 13] = 5  # three past the end
     buf[off - 2] = 7  # one before the start
-    msg = judge.check_guards(_record(buf, view, off), "q")[0]
+    msg = judge.check_guards(_record(buf, view, off), "q")
     assert "4 element(s) around q" in msg
     assert "1 before the start (offsets -2)" in msg
     assert "3 past the end (offsets +0, +1, +2)" in msg
@@ -43,5 +43,22 @@ def test_guard_check_reports_writes_into_gaps():
     base = torch.zeros(4, 8)
     buf, view, off = guards.guarded_copy(base[:, :5], "cpu")
     buf[off + 6] = 0.0  # row 0, column 6: inside the span but not part of the view
-    msg = judge.check_guards(_record(buf, view, off), "x")[0]
+    msg = judge.check_guards(_record(buf, view, off), "x")
     assert "gaps between the rows" in msg
+
+
+def test_guard_record_sends_bands_and_a_digest_not_the_view():
+    x = torch.randn(300)
+    buf, view, off = guards.guarded_copy(x, "cpu")
+    rec = guards.guard_record(buf, view, off)
+    assert rec["outside"].numel() == buf.numel() - 300
+    assert rec["sha256"] == guards.digest(x)
+    view[7] = 0.0
+    assert guards.guard_record(buf, view, off)["sha256"] != guards.digest(x)
+
+
+def test_region_mask_dense_strided_and_scalar():
+    assert guards.region_mask(10, (3,), (1,), 2).nonzero().flatten().tolist() == [2, 3, 4]
+    assert guards.region_mask(10, (2, 2), (3, 1), 1).nonzero().flatten().tolist() == [1, 2, 4, 5]
+    assert guards.region_mask(10, (2, 2), (1, 2), 0).nonzero().flatten().tolist() == [0, 1, 2, 3]
+    assert guards.region_mask(5, (), (), 3).nonzero().flatten().tolist() == [3]
