@@ -14,12 +14,15 @@ The judge loads these with `torch.load(weights_only=True)`, which builds tensors
 
 from __future__ import annotations
 
+import time
+
+START = time.perf_counter()  # before torch and triton load: "ready after" in the log includes them
+
 import importlib.util
 import json
 import os
 import platform
 import sys
-import time
 import traceback
 from pathlib import Path
 
@@ -331,8 +334,10 @@ def main(jobdir: Path, run_id: str) -> int:
     _write_json(jobdir / "load.json", load)
 
     n_runs = max([len(c) for _, c in tuners] + [1])
+    print(f"worker {run_id}: ready after {time.perf_counter() - START:.2f} s", flush=True)
     for i in job["cases"]:
         case = cases[i]
+        t_case = time.perf_counter()
         _write_json(status, {"case": case["id"], "index": i, "started": time.time()})
         runs = []
         if job.get("benchmark_autotune"):
@@ -342,7 +347,11 @@ def main(jobdir: Path, run_id: str) -> int:
             runs.append(record)
             if record.get("fatal"):
                 break
+        t_save = time.perf_counter()
         _save(jobdir / f"case-{i}.pt", {"id": case["id"], "runs": runs})
+        calls = sum(r["seconds"] for r in runs)
+        print(f"  {case['id']}: {len(runs)} run(s) {t_save - t_case:.2f} s (calls {calls:.2f} s), "
+              f"save {time.perf_counter() - t_save:.2f} s", flush=True)
         if any(r.get("fatal") for r in runs):
             _write_json(status, {"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
             return 3
