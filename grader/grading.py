@@ -158,7 +158,8 @@ class GradingContext:
             info = self.results.load["kernels"].get(spec.name) or {"kind": "missing", "configs": []}
             deco = self.static.decorators.get(spec.name, {})
             line = deco.get("autotune_line") or deco.get("line")
-            at = f"line {line}: " if line else ""
+            where = f"{self.static.filename}:{line}: " if self.static.filename else f"line {line}: "
+            at = where if line else ""
             configs = info.get("configs") or []
             if info.get("kind") != "autotune":
                 problems.append(f"{at}{spec.name} is not decorated with @triton.autotune (found {info.get('kind')}); "
@@ -318,14 +319,17 @@ def plan_shards(cases_per_job: dict[int, list[judge.CaseData]], workers: int) ->
 def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0,
                keep: Path | None = None, on_result=None, benchmark_autotune: bool = False) -> list[TaskResult]:
     """Grade every job. Workers run in parallel; each job is judged here as soon as its workers are done."""
-    workers = workers or cfg.workers or max(1, _cpu_count())
+    # Workers spend much of their time starting up and waiting on the compiler's subprocesses: on CUDA, 1.5
+    # per core graded the five INT8 solutions in 40 s cold on a 16-core H100 box, against 57 s with one per core.
+    cores = max(1, _cpu_count())
+    workers = workers or cfg.workers or (cores + cores // 2 if device == "cuda" else cores)
     base = Path(tempfile.mkdtemp(prefix="grader-"))
     try:
         prepared = Prepared(device, base)
         contexts = []
         for n, job in enumerate(jobs):
             report = static.check_source(job.submission.read_text(errors="replace"), job.task,
-                                         cfg.always_allowed_imports)
+                                         cfg.always_allowed_imports, job.submission.name)
             cases = prepared.cases(job.task)
             jobdir = base / f"job-{n:04d}"
             jobdir.mkdir()

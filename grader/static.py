@@ -27,6 +27,7 @@ class StaticReport:
     """Problems with imports, each 'line N: ...'; empty when the gate passes."""
     signatures: list[str] = field(default_factory=list)
     decorators: dict[str, dict] = field(default_factory=dict)
+    filename: str = ""
     """kernel name -> {'line': def line, 'autotune_line': line of @triton.autotune or None, 'jit': bool}."""
 
     @property
@@ -38,13 +39,19 @@ def _allowed(module: str, allowed: set[str]) -> bool:
     return module in allowed
 
 
-def check_source(source: str, task: TaskSpec, always_allowed: list[str] | None = None) -> StaticReport:
-    report = StaticReport()
+def check_source(source: str, task: TaskSpec, always_allowed: list[str] | None = None,
+                 filename: str = "") -> StaticReport:
+    """Every problem message starts with 'FILE:LINE:' (or 'line N:' without a file name)."""
+
+    def at(lineno: int | None) -> str:
+        return f"{filename}:{lineno}:" if filename else f"line {lineno}:"
+
+    report = StaticReport(filename=filename)
     allowed = set(task.allowed_imports) | set(always_allowed or [])
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        msg = f"line {exc.lineno}: syntax error: {exc.msg}"
+        msg = f"{at(exc.lineno)} syntax error: {exc.msg}"
         report.imports.append(msg)
         report.signatures.append(msg)
         return report
@@ -55,19 +62,19 @@ def check_source(source: str, task: TaskSpec, always_allowed: list[str] | None =
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if not _allowed(alias.name, allowed):
-                    report.imports.append(f"line {node.lineno}: import {alias.name} is not allowed")
+                    report.imports.append(f"{at(node.lineno)} import {alias.name} is not allowed")
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                report.imports.append(f"line {node.lineno}: relative import is not allowed")
+                report.imports.append(f"{at(node.lineno)} relative import is not allowed")
                 continue
             mod = node.module or ""
             for alias in node.names:
                 if not (_allowed(mod, allowed) or _allowed(f"{mod}.{alias.name}", allowed)):
-                    report.imports.append(f"line {node.lineno}: from {mod} import {alias.name} is not allowed")
+                    report.imports.append(f"{at(node.lineno)} from {mod} import {alias.name} is not allowed")
         elif isinstance(node, ast.Name) and node.id in FLAGGED_NAMES:
-            report.imports.append(f"line {node.lineno}: use of {node.id} is not allowed")
+            report.imports.append(f"{at(node.lineno)} use of {node.id} is not allowed")
         elif isinstance(node, ast.Attribute) and node.attr in FLAGGED_ATTRS:
-            report.imports.append(f"line {node.lineno}: use of .{node.attr} is not allowed")
+            report.imports.append(f"{at(node.lineno)} use of .{node.attr} is not allowed")
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
@@ -75,17 +82,17 @@ def check_source(source: str, task: TaskSpec, always_allowed: list[str] | None =
                 while isinstance(root, (ast.Attribute, ast.Subscript)):
                     root = root.value
                 if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id in imported:
-                    report.imports.append(f"line {node.lineno}: assigning to {ast.unparse(target)} (changing an "
+                    report.imports.append(f"{at(node.lineno)} assigning to {ast.unparse(target)} (changing an "
                                           "imported module) is not allowed")
     if report.imports:
         report.imports.append(f"allowed imports: {', '.join(sorted(set(task.allowed_imports)))}")
 
     defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for name, params in task.functions.items():
-        report.signatures += _check_params(defs.get(name), name, params, kernel=False)
+        report.signatures += _check_params(defs.get(name), name, params, False, at)
     for name, spec in task.kernels.items():
         node = defs.get(name)
-        report.signatures += _check_params(node, name, spec.params, kernel=True)
+        report.signatures += _check_params(node, name, spec.params, True, at)
         if node is not None:
             decos = {_deco_name(d): d.lineno for d in node.decorator_list}
             report.decorators[name] = {
@@ -94,7 +101,7 @@ def check_source(source: str, task: TaskSpec, always_allowed: list[str] | None =
                 "jit": any(d.endswith("jit") for d in decos),
             }
             if not report.decorators[name]["jit"]:
-                report.signatures.append(f"line {node.lineno}: kernel {name} must be decorated with @triton.jit")
+                report.signatures.append(f"{at(node.lineno)} kernel {name} must be decorated with @triton.jit")
     return report
 
 
@@ -110,7 +117,7 @@ def _deco_name(node: ast.expr) -> str:
     return ".".join(reversed(parts))
 
 
-def _check_params(node: ast.FunctionDef | None, name: str, expected: list[str], kernel: bool) -> list[str]:
+def _check_params(node: ast.FunctionDef | None, name: str, expected: list[str], kernel: bool, at) -> list[str]:
     what = "kernel" if kernel else "function"
     want = ", ".join(expected)
     if node is None:
@@ -121,15 +128,15 @@ def _check_params(node: ast.FunctionDef | None, name: str, expected: list[str], 
     exp_kw = [p[1:] for p in expected if p.startswith("*")]
     problems = []
     if positional[: len(exp_pos)] != exp_pos:
-        problems.append(f"line {node.lineno}: {what} {name} must take ({', '.join(exp_pos)}) first, "
+        problems.append(f"{at(node.lineno)} {what} {name} must take ({', '.join(exp_pos)}) first, "
                         f"found ({', '.join(positional)})")
     if not kernel:
         # Extra positional parameters are fine only with defaults: the harness passes just the listed ones.
         n_defaults = len(node.args.defaults)
         extra = positional[len(exp_pos):]
         if len(extra) > n_defaults:
-            problems.append(f"line {node.lineno}: {name}: extra parameters {extra} need default values")
+            problems.append(f"{at(node.lineno)} {name}: extra parameters {extra} need default values")
         missing_kw = [k for k in exp_kw if k not in kwonly and k not in positional]
         if missing_kw:
-            problems.append(f"line {node.lineno}: {name} must accept keyword argument(s) {', '.join(missing_kw)}")
+            problems.append(f"{at(node.lineno)} {name} must accept keyword argument(s) {', '.join(missing_kw)}")
     return problems

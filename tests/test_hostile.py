@@ -72,6 +72,6 @@ def test_wrong_return_and_forbidden_import_messages(tmp_path, small_task, cfg):
                               Job(small_task, _file(tmp_path, "np.py", numpy), "np")], cfg, "cpu", workers=2)
     assert "returned 1 value(s) (Tensor); expected 2: (q, absmax)" in _by_name(r_one)["n1_fp32"].message
     tests = _by_name(r_np)
-    assert tests["imports"].outcome == "failed" and "line 1: import numpy is not allowed" in tests["imports"].message
-    assert tests["n1_fp32"].message.startswith("not run: the imports check failed (line 1: import numpy")
+    assert tests["imports"].outcome == "failed" and "np.py:1: import numpy is not allowed" in tests["imports"].message
+    assert tests["n1_fp32"].message.startswith("not run: the imports check failed (np.py:1: import numpy")
     assert r_np.student_json()["tests"][0].keys() == {"name", "outcome", "points", "max_points", "message"}

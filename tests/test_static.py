@@ -64,3 +64,8 @@ def test_reaching_around_the_whitelist_is_flagged(task10):
     assert "use of .os" in problems
     assert "use of open" in problems
     assert "assigning to torch.empty" in problems and "assigning to tl.store.x" in problems
+
+
+def test_messages_carry_the_file_name(task10):
+    report = check_source("import numpy\n" + GOOD, task10, filename="mine.py")
+    assert report.imports[0] == "mine.py:1: import numpy is not allowed"
