@@ -47,29 +47,47 @@ def resolve_device(requested: str) -> str:
 
 
 class Prepared:
-    """Each task's cases, inputs and oracle answers for one device, computed once and shared by every job."""
+    """Each task's inputs and oracle answers for one device, computed once and shared by every job.
+
+    Inputs come first (workers need them); the oracle's answers are computed later, while the workers run.
+    """
 
     def __init__(self, device: str, workdir: Path) -> None:
         self.device = device
         self.workdir = workdir
         self._cases: dict[str, list[judge.CaseData]] = {}
+        self._answered: set[str] = set()
+
+    @staticmethod
+    def _oracle(task: TaskSpec):
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        return importlib.import_module(f"reference.{task.reference}")
 
     def cases(self, task: TaskSpec) -> list[judge.CaseData]:
+        """The cases with their inputs (written to `inputs_path` for the workers); `expected` not yet filled."""
         if task.id not in self._cases:
-            if str(ROOT) not in sys.path:
-                sys.path.insert(0, str(ROOT))
-            oracle = importlib.import_module(f"reference.{task.reference}")
+            oracle = self._oracle(task)
             data = []
             for case in task.cases:
                 args, kwargs = oracle.generate_input(**case.params_for(self.device))
-                expected = tuple(oracle.ref_kernel(args, kwargs))
-                if len(expected) != len(task.outputs):
-                    raise ValueError(f"reference/{task.reference}.py returned {len(expected)} outputs for case "
-                                     f"{case.id}; tasks/{task.id}/task.yaml declares {len(task.outputs)}")
-                data.append(judge.CaseData(case.id, list(args), dict(kwargs), expected))
+                data.append(judge.CaseData(case.id, list(args), dict(kwargs), ()))
             self._cases[task.id] = data
             torch.save([{"id": c.id, "args": c.args, "kwargs": c.kwargs} for c in data], self.inputs_path(task))
         return self._cases[task.id]
+
+    def answer(self, task: TaskSpec) -> None:
+        """Fill every case's `expected` with the oracle's answer (once per task)."""
+        if task.id in self._answered:
+            return
+        oracle = self._oracle(task)
+        for case in self.cases(task):
+            expected = tuple(oracle.ref_kernel(case.args, case.kwargs))
+            if len(expected) != len(task.outputs):
+                raise ValueError(f"reference/{task.reference}.py returned {len(expected)} outputs for case "
+                                 f"{case.id}; tasks/{task.id}/task.yaml declares {len(task.outputs)}")
+            case.expected = expected
+        self._answered.add(task.id)
 
     def inputs_path(self, task: TaskSpec) -> Path:
         return self.workdir / f"inputs-{task.id}.pt"
@@ -257,6 +275,9 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         tests.append(TestResult(name, outcome.label, max_points if passed else 0.0, max_points, message, staff))
     env = dict(ctx.results.load.get("environment", {})) if ctx.results and ctx.results.load else {}
     env.setdefault("device", ctx.device)
+    if ctx.device == "cpu":  # what the interpreter cannot show: the CUDA sizes of the shrunk cases
+        env["smaller_on_cpu"] = {c.id: {k: f"{v} (CUDA: {c.params.get(k)})" for k, v in c.cpu.items()}
+                                 for c in job.task.cases if c.cpu}
     env.setdefault("torch", torch.__version__)
     env.setdefault("python", platform.python_version())
     if "triton" not in env:
@@ -343,6 +364,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
 
         def finish(n: int) -> None:
             job, jobdir, ctx = contexts[n]
+            prepared.answer(job.task)
             if ctx.static.ok:
                 ctx.results = judge.WorkerResults.read(jobdir, runs[n])
             entries, out = run_suite(ctx, jobdir)
@@ -363,6 +385,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 for k, indices in enumerate(plan[n]):
                     futures[pool.submit(run_shard, jobdir, k, spec, indices)] = n
                     pending[n] += 1
+            for job, _, _ in contexts:  # the oracle works while the workers run
+                prepared.answer(job.task)
             for n in range(len(contexts)):
                 if not pending[n]:
                     finish(n)

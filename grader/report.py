@@ -30,6 +30,10 @@ def summary(result: TaskResult, staff: bool = False) -> str:
             lines += [f"{'':50}{r}" for r in rest[:20]]
         if staff and t.staff:
             lines += [f"{'':8}| {r}" for r in t.staff.splitlines()[-30:]]
+    shrunk = env.get("smaller_on_cpu") or {}
+    if shrunk:
+        lines.append("  smaller on the CPU than on CUDA: " + "; ".join(
+            f"{case} ({', '.join(f'{k}={v}' for k, v in params.items())})" for case, params in shrunk.items()))
     lines.append(f"  score: {result.score:g} / {result.max_score:g}")
     if staff:
         lines.append(f"  worker: {result.staff.get('worker_exit', 'not started')}, "
