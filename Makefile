@@ -19,7 +19,7 @@ selftest: .venv/.ready
 	$(PYTHON) -m grader selftest --device $(DEVICE)
 
 grade: .venv/.ready
-	$(PYTHON) -m grader grade-dir submissions/*/ --device $(DEVICE)
+	$(PYTHON) -m grader batch submissions --homework hw4_int8 --manifest submissions/manifest.csv --device $(DEVICE)
 
 clean:
 	rm -rf results .pytest_cache

@@ -33,6 +33,13 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("folders", type=Path, nargs="+", metavar="folder")
     d.add_argument("--out", type=Path, default=None, help="results folder (default: config.yaml's results_dir)")
     _common(d)
+    b = sub.add_parser("batch", help="grade a class: attempts, deadline, ledger, gradebook")
+    b.add_argument("root", type=Path, help="folder of <student>/<task_id>.py")
+    b.add_argument("--homework", required=True, help="homework id from config.yaml")
+    b.add_argument("--out", type=Path, default=None, help="results folder (default: config.yaml's results_dir)")
+    b.add_argument("--force", action="store_true", help="regrade files already graded by this grader version")
+    b.add_argument("--manifest", type=Path, help="CSV student,task,submitted_at (default: file modification times)")
+    _common(b)
     s = sub.add_parser("selftest", help="solutions earn full marks, skeletons 0, wrong/ files fail what they declare")
     s.add_argument("--task", action="append", help="only these tasks (repeatable)")
     _common(s)
@@ -96,6 +103,20 @@ def main(argv: list[str] | None = None) -> int:
         for student, (score, max_score) in totals.items():
             print(f"{student:20} {score:6g} / {max_score:g}")
         print(f"results in {out}/<student>/<task>.json")
+        return 0
+
+    if args.command == "batch":
+        from grader.batch import run_batch
+
+        if args.homework not in cfg.homeworks:
+            print(f"unknown homework {args.homework!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
+            return 2
+        rows = run_batch(args.root, cfg.homeworks[args.homework], tasks, cfg, device,
+                         args.out or ROOT / cfg.results_dir, args.workers, args.force, args.manifest)
+        width = max([len(s) for s in rows] + [7])
+        print(f"{'student':{width}}  total  late")
+        for student in sorted(rows):
+            print(f"{student:{width}}  {rows[student]['total']:5g}  {rows[student]['late']}")
         return 0
 
     if args.command == "selftest":

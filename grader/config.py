@@ -259,7 +259,13 @@ class Homework:
     """task id -> points; must equal the task's own total."""
     deadline: _dt.datetime | None = None
     max_attempts: int = 0
-    """0 = unlimited."""
+    """0 = unlimited. A new file past the limit is not graded."""
+    late_penalty_per_day: float = 1.0
+    """Share of the points lost per started day after the deadline (1.0: late work earns nothing)."""
+    late_max_days: int = 0
+    """Days after which late work earns nothing."""
+    counts: str = "best"
+    """Which graded attempt the gradebook counts: best | last."""
 
 
 @dataclass(frozen=True)
@@ -303,12 +309,19 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
             if deadline.tzinfo is None:
                 raise ConfigError(f"{hw_where}.deadline: give a UTC offset, e.g. +03:00")
         hw_tasks = {str(k): float(v) for k, v in _need(raw, "tasks", hw_where, dict).items()}
+        late = raw.get("late_policy") or {}
+        counts = raw.get("counts", "best")
+        if counts not in ("best", "last"):
+            raise ConfigError(f"{hw_where}.counts: must be best or last, got {counts!r}")
         homeworks[hw_id] = Homework(
             id=hw_id,
             title=str(raw.get("title", hw_id)),
             tasks=hw_tasks,
             deadline=deadline,
             max_attempts=int(raw.get("max_attempts", 0)),
+            late_penalty_per_day=float(late.get("penalty_per_day", 1.0)),
+            late_max_days=int(late.get("max_days", 0)),
+            counts=counts,
         )
         for task_id, points in hw_tasks.items():
             if tasks is None:

@@ -53,12 +53,20 @@ CLASS = {
 }
 
 
+# When each file was handed in (the deadline is 2025-11-10 23:59 +03:00): erin is a day late with task 13.
+SUBMITTED = {("erin", T13): "2025-11-11T12:00:00+03:00"}
+ON_TIME = "2025-11-09T18:00:00+03:00"
+
+
 def main() -> None:
     shutil.rmtree(OUT, ignore_errors=True)
+    rows = ["student,task,submitted_at"]
     for student, files in CLASS.items():
         (OUT / student).mkdir(parents=True)
         for task, text in files.items():
             (OUT / student / f"{task}.py").write_text(f"# {student}, HW4 {task}\n" + text)
+            rows.append(f"{student},{task},{SUBMITTED.get((student, task), ON_TIME)}")
+    (OUT / "manifest.csv").write_text("\n".join(rows) + "\n")
     print(f"wrote {sum(len(f) for f in CLASS.values())} files for {len(CLASS)} students in {OUT}")
 
 

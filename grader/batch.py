@@ -1,0 +1,219 @@
+"""Grading a class: `python -m grader batch submissions/ --homework hw4_int8`.
+
+For every `submissions/<student>/<task_id>.py` of the homework:
+* resume: a file whose sha256 was already graded by this grader version is not graded again (`--force` does);
+* attempts: a new file past the homework's `max_attempts` for that task is not graded, and the student is told;
+* deadline: the submission time is the file's modification time, or the `--manifest` CSV's
+  (`student,task,submitted_at` with an ISO 8601 time and offset); late work is scored by the late policy;
+* the ledger (results/ledger.sqlite) records every graded attempt; the gradebook counts the best or the last one.
+
+Outputs: results/<student>/<task>.json (and .staff.json), results/gradebook.csv (one row per student, a column
+per task, total, late flag; sorted by student) and results/summary.md (score histogram, per-test pass rates).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import grader
+from grader import report
+from grader.config import ROOT, CourseConfig, Homework, TaskSpec
+from grader.grading import Job, TaskResult, grade_jobs
+from grader.ledger import Attempt, Ledger
+
+
+def grader_version() -> str:
+    """The package version plus a digest of everything that decides a verdict (grader, tasks, oracles)."""
+    h = hashlib.sha256()
+    for folder in ("grader", "tasks", "reference"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".yaml"):
+                h.update(str(path.relative_to(ROOT)).encode())
+                h.update(path.read_bytes())
+    return f"{grader.__version__}+{h.hexdigest()[:12]}"
+
+
+def late_days(submitted: dt.datetime, deadline: dt.datetime | None) -> int:
+    """Started days after the deadline (0 when on time)."""
+    if deadline is None or submitted <= deadline:
+        return 0
+    return math.ceil((submitted - deadline).total_seconds() / 86400)
+
+
+def late_factor(days: int, hw: Homework) -> float:
+    """The share of the points a submission `days` late keeps."""
+    if days == 0:
+        return 1.0
+    if days > hw.late_max_days:
+        return 0.0
+    return max(0.0, 1.0 - hw.late_penalty_per_day * days)
+
+
+def counted(attempts: list[Attempt], rule: str) -> Attempt | None:
+    if not attempts:
+        return None
+    return attempts[-1] if rule == "last" else max(attempts, key=lambda a: (a.score, a.id))
+
+
+def read_manifest(path: Path | None) -> dict[tuple[str, str], dt.datetime]:
+    if path is None:
+        return {}
+    times = {}
+    with path.open(newline="") as f:
+        for n, row in enumerate(csv.DictReader(f), start=2):
+            try:
+                t = dt.datetime.fromisoformat(row["submitted_at"])
+            except (KeyError, ValueError):
+                raise SystemExit(f"{path}:{n}: submitted_at must be an ISO 8601 time with an offset, "
+                                 f"got {row.get('submitted_at')!r}") from None
+            if t.tzinfo is None:
+                raise SystemExit(f"{path}:{n}: submitted_at needs a UTC offset, e.g. +03:00")
+            times[(row["student"], row["task"])] = t
+    return times
+
+
+@dataclass
+class Planned:
+    student: str
+    task: TaskSpec
+    path: Path
+    sha256: str
+    submitted_at: dt.datetime
+
+
+GradeFn = Callable[..., list[TaskResult]]
+
+
+def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, out: Path,
+              workers: int = 0, force: bool = False, manifest: Path | None = None,
+              grade: GradeFn = grade_jobs, show: Callable[[str], None] = print) -> dict[str, dict]:
+    """Grade what is new, record it, and rewrite the gradebook. Returns the gradebook rows by student."""
+    version = grader_version()
+    times = read_manifest(manifest)
+    ledger = Ledger(out / "ledger.sqlite")
+    students = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    planned: list[Planned] = []
+    for student in students:
+        for task_id in hw.tasks:
+            path = root / student / f"{task_id}.py"
+            if task_id not in tasks or not path.is_file():
+                continue
+            sha = hashlib.sha256(path.read_bytes()).hexdigest()
+            previous = ledger.attempts(hw.id, student, task_id)
+            if not force and any(a.sha256 == sha and a.grader_version == version for a in previous):
+                continue  # resume: graded before, by this grader
+            if hw.max_attempts and sha not in {a.sha256 for a in previous} \
+                    and len({a.sha256 for a in previous}) >= hw.max_attempts:
+                show(f"{student}/{task_id}: not graded: the limit of {hw.max_attempts} attempts is reached")
+                continue
+            mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
+            planned.append(Planned(student, tasks[task_id], path, sha, times.get((student, task_id), mtime)))
+
+    results = grade(
+        [Job(p.task, p.path, p.student) for p in planned], cfg, device, workers,
+        on_result=lambda r: show(report.summary(r) + "\n"),
+    ) if planned else []
+    for p, r in zip(planned, results):
+        days = late_days(p.submitted_at, hw.deadline)
+        factor = late_factor(days, hw)
+        data = r.student_json()
+        data.update({"homework": hw.id, "submitted_at": p.submitted_at.isoformat(), "late_days": days,
+                     "raw_score": r.score, "score": round(r.score * factor, 6), "grader_version": version})
+        if days:
+            data["late"] = (f"{days} day(s) late: {factor:.0%} of the points kept "
+                            f"(policy: -{hw.late_penalty_per_day:.0%} per day, 0 after {hw.late_max_days})")
+        result_path = out / p.student / f"{p.task.id}.json"
+        result_path.parent.mkdir(parents=True, exist_ok=True)
+        result_path.write_text(json.dumps(data, indent=2) + "\n")
+        (out / p.student / f"{p.task.id}.staff.json").write_text(json.dumps(r.staff_json(), indent=2) + "\n")
+        ledger.record(homework=hw.id, student=p.student, task=p.task.id, sha256=p.sha256,
+                      submitted_at=p.submitted_at.isoformat(), graded_at=r.graded_at, raw_score=r.score,
+                      score=data["score"], max_score=r.max_score, late_days=days, grader_version=version,
+                      result_path=str(result_path))
+
+    rows = gradebook(ledger, hw, students)
+    ledger.close()
+    for student in students:
+        write_gradescope(out, student, hw)
+    write_gradebook(rows, hw, out / "gradebook.csv")
+    write_summary(rows, hw, out, out / "summary.md")
+    show(f"graded {len(planned)} new submission(s); gradebook: {out / 'gradebook.csv'}")
+    return rows
+
+
+def gradebook(ledger: Ledger, hw: Homework, students: list[str]) -> dict[str, dict]:
+    rows = {}
+    for student in students:
+        row: dict = {"student": student}
+        total, late = 0.0, False
+        for task_id in hw.tasks:
+            chosen = counted(ledger.attempts(hw.id, student, task_id), hw.counts)
+            row[task_id] = round(chosen.score, 6) if chosen else ""
+            total += chosen.score if chosen else 0.0
+            late = late or bool(chosen and chosen.late_days)
+        row["total"] = round(total, 6)
+        row["late"] = "yes" if late else "no"
+        rows[student] = row
+    return rows
+
+
+def write_gradescope(out: Path, student: str, hw: Homework) -> None:
+    """results/<student>/results.json in Gradescope's autograder format, from the latest result of each task."""
+    tests = []
+    for task_id in hw.tasks:
+        path = out / student / f"{task_id}.json"
+        if not path.is_file():
+            continue
+        data = json.loads(path.read_text())
+        factor = data["score"] / data["raw_score"] if data.get("raw_score") else 1.0
+        for t in data.get("tests", []):
+            if not t["max_points"]:
+                continue  # gates carry no points; their message is repeated by the tests they stop
+            tests.append({"name": f"{task_id} / {t['name']}", "score": round(t["points"] * factor, 6),
+                          "max_score": t["max_points"], "output": t["message"], "visibility": "visible"})
+        if data.get("late"):
+            tests.append({"name": f"{task_id} / late", "score": 0, "max_score": 0, "output": data["late"],
+                          "visibility": "visible"})
+    if tests:
+        total = round(sum(t["score"] for t in tests), 6)
+        (out / student / "results.json").write_text(json.dumps({"score": total, "tests": tests}, indent=2) + "\n")
+
+
+def write_gradebook(rows: dict[str, dict], hw: Homework, path: Path) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["student", *hw.tasks, "total", "late"])
+        writer.writeheader()
+        for student in sorted(rows):
+            writer.writerow(rows[student])
+
+
+def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path) -> None:
+    """Staff summary: score histogram and per-test pass rates over the latest results on disk."""
+    max_total = sum(hw.tasks.values())
+    lines = [f"# {hw.title}", "", f"{len(rows)} student(s); maximum {max_total:g} points.", "", "## Scores", ""]
+    bins = [0] * 10
+    for row in rows.values():
+        bins[min(9, int(10 * row["total"] / max_total)) if max_total else 0] += 1
+    for i, count in enumerate(bins):
+        lines.append(f"    {i * 10:3d}-{(i + 1) * 10:3d}%  {'#' * count} {count}")
+    lines += ["", "## Pass rate per test", "", "| task | test | passed |", "| --- | --- | --- |"]
+    for task_id in hw.tasks:
+        tally: dict[str, list[int]] = {}
+        for student in rows:
+            result = out / student / f"{task_id}.json"
+            if not result.is_file():
+                continue
+            for t in json.loads(result.read_text()).get("tests", []):
+                tally.setdefault(t["name"], [0, 0])
+                tally[t["name"]][0] += t["outcome"] == "passed"
+                tally[t["name"]][1] += 1
+        for name, (ok, n) in tally.items():
+            lines.append(f"| {task_id} | {name} | {ok}/{n} |")
+    path.write_text("\n".join(lines) + "\n")
