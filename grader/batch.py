@@ -204,6 +204,7 @@ def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path) ->
     for i, count in enumerate(bins):
         lines.append(f"    {i * 10:3d}-{(i + 1) * 10:3d}%  {'#' * count} {count}")
     lines += ["", "## Pass rate per test", "", "| task | test | passed |", "| --- | --- | --- |"]
+    rates: dict[str, float] = {}
     for task_id in hw.tasks:
         tally: dict[str, list[int]] = {}
         for student in rows:
@@ -216,4 +217,31 @@ def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path) ->
                 tally[t["name"]][1] += 1
         for name, (ok, n) in tally.items():
             lines.append(f"| {task_id} | {name} | {ok}/{n} |")
+            rates[f"{task_id[:2]} {name}"] = ok / n
+    png = plot(rows, rates, max_total, out / "summary.png")
+    if png:
+        lines[4:4] = [f"![scores and pass rates]({png.name})", ""]
     path.write_text("\n".join(lines) + "\n")
+
+
+def plot(rows: dict[str, dict], rates: dict[str, float], max_total: float, path: Path) -> Path | None:
+    """The score histogram and the pass rate of every test, as a PNG; None when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 3 + 0.18 * len(rates)),
+                                   gridspec_kw={"height_ratios": [1, max(2, len(rates) / 8)]})
+    ax1.hist([r["total"] for r in rows.values()], bins=10, range=(0, max_total or 1), color="#4477aa")
+    ax1.set(title="Total scores", xlabel="points", ylabel="students")
+    names = list(rates)[::-1]
+    ax2.barh(names, [rates[n] for n in names], color="#66aa55")
+    ax2.set(title="Pass rate per test", xlim=(0, 1))
+    ax2.tick_params(axis="y", labelsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

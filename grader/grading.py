@@ -20,6 +20,7 @@ import platform
 import shutil
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -369,20 +370,24 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 ctx.results = judge.WorkerResults.read(jobdir, runs[n])
             entries, out = run_suite(ctx, jobdir)
             results[n] = build_result(job, ctx, entries, out, runs[n])
+            progress.step(f"{job.student}/{job.task.id}")
             if on_result:
                 on_result(results[n])
             if keep is not None:
                 shutil.copytree(jobdir, keep / jobdir.name, dirs_exist_ok=True)
             shutil.rmtree(jobdir, ignore_errors=True)
 
+        gpus = visible_gpus() if device == "cuda" else []
+        progress = Progress(len(contexts))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = {}
             for n in runnable:
                 job, jobdir, _ = contexts[n]
-                spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
-                               prepared.inputs_path(job.task),
-                               job.task.timeout_s.get(device) or cfg.timeout_s[device], benchmark_autotune)
                 for k, indices in enumerate(plan[n]):
+                    spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
+                                   prepared.inputs_path(job.task),
+                                   job.task.timeout_s.get(device) or cfg.timeout_s[device], benchmark_autotune,
+                                   gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None)
                     futures[pool.submit(run_shard, jobdir, k, spec, indices)] = n
                     pending[n] += 1
             for job, _, _ in contexts:  # the oracle works while the workers run
@@ -399,6 +404,27 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         return [results[n] for n in range(len(contexts))]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def visible_gpus() -> list[int]:
+    """GPU indices the workers may be pinned to (one worker sees one GPU)."""
+    return list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+
+
+class Progress:
+    """A line on stderr per finished job, with an estimate of the time left (when there is more than one job)."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.start = total, 0, time.monotonic()
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        if self.total < 2:
+            return
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        print(f"[{self.done}/{self.total}] {label}  {elapsed:.0f} s elapsed, about {eta:.0f} s left",
+              file=sys.stderr, flush=True)
 
 
 def _cpu_count() -> int:

@@ -58,6 +58,8 @@ class JobSpec:
     timeout_s: float
     benchmark_autotune: bool = False
     """Also run the stock autotuner first (for scripts/bench_grading.py)."""
+    gpu: int | None = None
+    """Pin the worker to this GPU (CUDA_VISIBLE_DEVICES) when the machine has several."""
 
 
 def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> WorkerRun:
@@ -70,6 +72,8 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT)  # the grader package only; the submission is loaded by path
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if spec.gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(spec.gpu)
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     else:
