@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from grader import report
@@ -18,6 +19,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, default=ROOT / "config.yaml", help="the course configuration")
     p.add_argument("--workers", type=int, default=0, help="submissions graded at once (0: config.yaml / one per core)")
     p.add_argument("--staff", action="store_true", help="also print tracebacks and worker logs")
+    p.add_argument("--backend", choices=["local", "ray"], default="local",
+                   help="where workers run: processes here, or tasks on a Ray cluster")
+    p.add_argument("--address", default=None, help="with --backend ray: the cluster (default: a local Ray instance)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"no such file: {args.file}", file=sys.stderr)
             return 2
         job = Job(tasks[args.task], args.file, args.student or args.file.resolve().parent.name)
-        (result,) = grade_jobs([job], cfg, device, args.workers, on_result=show)
+        (result,) = grade_jobs([job], cfg, device, args.workers, on_result=show, backend=args.backend,
+                               address=args.address)
         if args.json:
             report.write_json(result, args.json, args.json.with_suffix(".staff.json"))
         return 0 if result.score == result.max_score else 1
@@ -93,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             print("no <task_id>.py files found", file=sys.stderr)
             return 2
         out = args.out or ROOT / cfg.results_dir
-        results = grade_jobs(jobs, cfg, device, args.workers, on_result=show)
+        results = grade_jobs(jobs, cfg, device, args.workers, on_result=show, backend=args.backend,
+                             address=args.address)
         totals: dict[str, list[float]] = {}
         for r in results:
             report.write_json(r, out / r.student / f"{r.task}.json", out / r.student / f"{r.task}.staff.json")
@@ -112,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"unknown homework {args.homework!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
             return 2
         rows = run_batch(args.root, cfg.homeworks[args.homework], tasks, cfg, device,
-                         args.out or ROOT / cfg.results_dir, args.workers, args.force, args.manifest)
+                         args.out or ROOT / cfg.results_dir, args.workers, args.force, args.manifest,
+                         grade=partial(grade_jobs, backend=args.backend, address=args.address))
         width = max([len(s) for s in rows] + [7])
         print(f"{'student':{width}}  total  late")
         for student in sorted(rows):

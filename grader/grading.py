@@ -151,6 +151,7 @@ class GradingContext:
     static: static.StaticReport
     cases: list[judge.CaseData]
     results: judge.WorkerResults | None
+    backend: str = "local"
     _verdicts: dict[int, judge.Verdict] = field(default_factory=dict)
 
     def _not_run(self) -> str | None:
@@ -290,7 +291,7 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
     kernels = ctx.results.load.get("kernels", {}) if ctx.results and ctx.results.load else {}
     checks = {"imports": ctx.static.imports or "ok", "signatures": ctx.static.signatures or "ok",
               "autotune": {k: len(v.get("configs") or []) for k, v in kernels.items()}}
-    staff = {"pytest": pytest_out[-20000:]}
+    staff = {"pytest": pytest_out[-20000:], "backend": ctx.backend}
     if runs:
         staff.update({"worker_log": ctx.results.log if ctx.results else "",
                       "worker_exit": "; ".join(f"{r.run_id}: {r.describe_exit()}" for r in runs),
@@ -339,8 +340,15 @@ def plan_shards(cases_per_job: dict[int, list[judge.CaseData]], workers: int) ->
 
 
 def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0,
-               keep: Path | None = None, on_result=None, benchmark_autotune: bool = False) -> list[TaskResult]:
-    """Grade every job. Workers run in parallel; each job is judged here as soon as its workers are done."""
+               keep: Path | None = None, on_result=None, benchmark_autotune: bool = False,
+               backend: str = "local", address: str | None = None) -> list[TaskResult]:
+    """Grade every job. Workers run in parallel (here, or as Ray tasks with backend='ray'); each job is judged
+    here as soon as its workers are done."""
+    shard_runner = run_shard
+    if backend == "ray":
+        from grader.ray_backend import RayShards
+
+        shard_runner = RayShards(address, device)
     # Workers spend much of their time starting up and waiting on the compiler's subprocesses: on CUDA, 1.5
     # per core graded the five INT8 solutions in 40 s cold on a 16-core H100 box, against 57 s with one per core.
     cores = max(1, _cpu_count())
@@ -355,7 +363,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             cases = prepared.cases(job.task)
             jobdir = base / f"job-{n:04d}"
             jobdir.mkdir()
-            contexts.append((job, jobdir, GradingContext(job.task, device, report, cases, None)))
+            contexts.append((job, jobdir, GradingContext(job.task, device, report, cases, None, backend)))
 
         runnable = [n for n, (_, _, ctx) in enumerate(contexts) if ctx.static.ok]
         plan = plan_shards({n: contexts[n][2].cases for n in runnable}, workers)
@@ -388,7 +396,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                    prepared.inputs_path(job.task),
                                    job.task.timeout_s.get(device) or cfg.timeout_s[device], benchmark_autotune,
                                    gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None)
-                    futures[pool.submit(run_shard, jobdir, k, spec, indices)] = n
+                    futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
                     pending[n] += 1
             for job, _, _ in contexts:  # the oracle works while the workers run
                 prepared.answer(job.task)

@@ -12,7 +12,7 @@ if "$PY" -c "import torch, triton" 2>/dev/null; then
 else
   "$PY" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q torch==2.13.0
-  "$VENV/bin/python" -m pip install -q triton numpy pytest pytest-json-report pyyaml ruff matplotlib
+  "$VENV/bin/python" -m pip install -q triton numpy pytest pytest-json-report pyyaml ruff matplotlib ray
 fi
 "$VENV/bin/python" -c "import torch, triton, pytest_jsonreport, yaml; print('setup: torch', torch.__version__, 'triton', triton.__version__)"
 touch "$VENV/.ready"
