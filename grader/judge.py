@@ -147,14 +147,15 @@ def check_guards(rec: dict, name: str) -> str | None:
     n_span = guards.span(size, stride)
     if offset < 0 or offset + n_span > n:
         raise ValueError("a guarded view lies outside its buffer")
-    outside_pos = (~guards.region_mask(n, size, stride, offset)).nonzero().flatten()
     values = rec["outside"]
-    if not isinstance(values, torch.Tensor) or values.dim() != 1 or values.numel() != outside_pos.numel():
+    n_view = 1 if not size else int(torch.tensor(size).prod())
+    if not isinstance(values, torch.Tensor) or values.dim() != 1 or values.numel() != n - n_view:
         raise ValueError("the guard bands of a buffer have the wrong length")
     changed = guards.bits_view(values) != guards.poison_bits(values.dtype)
     count = int(changed.sum())
     if not count:
         return None
+    outside_pos = (~guards.region_mask(n, size, stride, offset)).nonzero().flatten()  # only when needed
     where = _offsets(outside_pos[changed], offset, n_span)
     return (f"out-of-bounds write: {count} element(s) around {name} ({str(values.dtype).replace('torch.', '')}, "
             f"shape {list(size)}) were overwritten: {where}")
