@@ -16,12 +16,13 @@ import hashlib
 import importlib
 import io
 import json
+import multiprocessing
 import platform
 import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -79,19 +80,48 @@ class Prepared:
 
     def answer(self, task: TaskSpec) -> None:
         """Fill every case's `expected` with the oracle's answer (once per task)."""
-        if task.id in self._answered:
-            return
-        oracle = self._oracle(task)
-        for case in self.cases(task):
-            expected = tuple(oracle.ref_kernel(case.args, case.kwargs))
-            if len(expected) != len(task.outputs):
-                raise ValueError(f"reference/{task.reference}.py returned {len(expected)} outputs for case "
-                                 f"{case.id}; tasks/{task.id}/task.yaml declares {len(task.outputs)}")
-            case.expected = expected
-        self._answered.add(task.id)
+        if task.id not in self._answered:
+            answer_cases(task, self.cases(task))
+            self._answered.add(task.id)
 
     def inputs_path(self, task: TaskSpec) -> Path:
         return self.workdir / f"inputs-{task.id}.pt"
+
+
+def answer_cases(task: TaskSpec, cases: list[judge.CaseData]) -> None:
+    oracle = Prepared._oracle(task)
+    for case in cases:
+        expected = tuple(oracle.ref_kernel(case.args, case.kwargs))
+        if len(expected) != len(task.outputs):
+            raise ValueError(f"reference/{task.reference}.py returned {len(expected)} outputs for case "
+                             f"{case.id}; tasks/{task.id}/task.yaml declares {len(task.outputs)}")
+        case.expected = expected
+
+
+_JUDGE_CASES: dict[tuple, list[judge.CaseData]] = {}
+
+
+def judge_job(job: Job, jobdir: Path, ctx: GradingContext, runs: list[WorkerRun]) -> TaskResult:
+    """Read the workers' files, run the pytest suite over them, build the result."""
+    if ctx.static.ok:
+        ctx.results = judge.WorkerResults.read(jobdir, runs)
+    entries, out = run_suite(ctx, jobdir)
+    return build_result(job, ctx, entries, out, runs)
+
+
+def judge_job_apart(job: Job, jobdir: Path, report: static.StaticReport, device: str, runs: list[WorkerRun],
+                    backend: str, inputs: Path) -> TaskResult:
+    """`judge_job` in a judge process of a pool: it reads the inputs the workers got and asks the oracle itself
+    (once per task and process). Like the main process, it never imports a submission."""
+    key = (job.task.id, device, str(inputs))
+    if key not in _JUDGE_CASES:
+        sent = torch.load(inputs, weights_only=True)
+        cases = [judge.CaseData(c["id"], list(c["args"]), dict(c["kwargs"]), ()) for c in sent]
+        answer_cases(job.task, cases)
+        _JUDGE_CASES[key] = cases
+    ctx = GradingContext(job.task, device, report, _JUDGE_CASES[key], None, backend)
+    return judge_job(job, jobdir, ctx, runs)
+
 
 
 # ---------------------------------------------------------------------------------------------------- results
@@ -371,19 +401,35 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         pending = {n: 0 for n in range(len(contexts))}
         results: dict[int, TaskResult] = {}
 
-        def finish(n: int) -> None:
-            job, jobdir, ctx = contexts[n]
-            prepared.answer(job.task)
-            if ctx.static.ok:
-                ctx.results = judge.WorkerResults.read(jobdir, runs[n])
-            entries, out = run_suite(ctx, jobdir)
-            results[n] = build_result(job, ctx, entries, out, runs[n])
+        # Judging costs about a second a job (more at CUDA sizes): with many jobs and cores, a pool of judge
+        # processes keeps it off the critical path. (A class of 152 files took 388 s with one judge on a 16-core
+        # H100 box, the judge being the bottleneck.)
+        judges = cores // 4 if len(contexts) >= 8 and cores >= 8 else 0
+        judge_pool = ProcessPoolExecutor(judges, mp_context=multiprocessing.get_context("spawn")) if judges else None
+        judging: dict = {}
+
+        def done(n: int, result: TaskResult) -> None:
+            job, jobdir, _ = contexts[n]
+            results[n] = result
             progress.step(f"{job.student}/{job.task.id}")
             if on_result:
-                on_result(results[n])
+                on_result(result)
             if keep is not None:
                 shutil.copytree(jobdir, keep / jobdir.name, dirs_exist_ok=True)
             shutil.rmtree(jobdir, ignore_errors=True)
+
+        def finish(n: int) -> None:
+            job, jobdir, ctx = contexts[n]
+            if judge_pool is None:
+                prepared.answer(job.task)
+                done(n, judge_job(job, jobdir, ctx, runs[n]))
+            else:
+                judging[judge_pool.submit(judge_job_apart, job, jobdir, ctx.static, device, runs[n], backend,
+                                          prepared.inputs_path(job.task))] = n
+
+        def drain(block: bool) -> None:
+            for future in [f for f in judging if block or f.done()]:
+                done(judging.pop(future), future.result())
 
         gpus = visible_gpus() if device == "cuda" else []
         progress = Progress(len(contexts))
@@ -398,8 +444,9 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                    gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None)
                     futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
                     pending[n] += 1
-            for job, _, _ in contexts:  # the oracle works while the workers run
-                prepared.answer(job.task)
+            if judge_pool is None:
+                for job, _, _ in contexts:  # the oracle works while the workers run
+                    prepared.answer(job.task)
             for n in range(len(contexts)):
                 if not pending[n]:
                     finish(n)
@@ -409,6 +456,10 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 pending[n] -= 1
                 if not pending[n]:
                     finish(n)
+                drain(block=False)
+        drain(block=True)
+        if judge_pool is not None:
+            judge_pool.shutdown()
         return [results[n] for n in range(len(contexts))]
     finally:
         shutil.rmtree(base, ignore_errors=True)
