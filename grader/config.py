@@ -276,7 +276,9 @@ class CourseConfig:
     timeout_s: dict[str, float] = field(default_factory=lambda: {"cuda": 90.0, "cpu": 240.0})
     """Wall-clock limit of one worker, per device."""
     workers: int = 0
-    """Submissions graded at once; 0 = one per CPU core."""
+    """Submissions graded at once; 0 = one per CPU core (1.5 per core on CUDA)."""
+    judges: int = 0
+    """Judge processes (one thread each) beside the workers; 0 = judge in the main process."""
     results_dir: str = "results"
     always_allowed_imports: list[str] = field(default_factory=list)
     homeworks: dict[str, Homework] = field(default_factory=dict)
@@ -341,6 +343,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
         device=device,
         timeout_s=timeout,
         workers=int(grading.get("workers", 0)),
+        judges=int(grading.get("judges", 0)),
         results_dir=str(grading.get("results_dir", "results")),
         always_allowed_imports=[str(m) for m in data.get("always_allowed_imports") or []],
         homeworks=homeworks,

@@ -401,11 +401,12 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         pending = {n: 0 for n in range(len(contexts))}
         results: dict[int, TaskResult] = {}
 
-        # Judging costs about a second a job (more at CUDA sizes): with many jobs and cores, a pool of judge
-        # processes keeps it off the critical path. (A class of 152 files took 388 s with one judge on a 16-core
-        # H100 box, the judge being the bottleneck.)
-        judges = cores // 4 if len(contexts) >= 8 and cores >= 8 else 0
-        judge_pool = ProcessPoolExecutor(judges, mp_context=multiprocessing.get_context("spawn")) if judges else None
+        # Judging costs about a second a job at CUDA sizes and runs here, one job at a time, unless config.yaml's
+        # grading.judges asks for a pool of judge processes (one thread each). Off by default: on a 16-core H100
+        # box, 4 judge processes computing the oracle beside 24 workers slowed workers past their 90 s limit.
+        judges = cfg.judges if len(contexts) > 1 else 0
+        judge_pool = ProcessPoolExecutor(judges, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=torch.set_num_threads, initargs=(1,)) if judges else None
         judging: dict = {}
 
         def done(n: int, result: TaskResult) -> None:

@@ -1,21 +1,19 @@
-"""With many jobs on a big machine, judging runs in a pool of judge processes: the verdicts must not change."""
+"""With grading.judges > 0, judging runs in a pool of judge processes: the verdicts must not change."""
 
 import dataclasses
 
-from grader import grading
 from grader.config import load_config
 from grader.grading import Job, grade_jobs
 
 
-def test_judge_processes_give_the_same_verdicts(task10, monkeypatch):
+def test_judge_processes_give_the_same_verdicts(task10):
     task = dataclasses.replace(task10, cases=[c for c in task10.cases if c.id in ("n1_fp32", "n1023_fp32")])
     files = [task.folder / "solution.py", task.folder / "wrong" / "no_tail_mask.py",
              task.folder / "wrong" / "truncate.py", task.folder / "wrong" / "forbidden_import.py"] * 2
     jobs = [Job(task, f, f"s{i}") for i, f in enumerate(files)]
     cfg = load_config()
     inline = grade_jobs(jobs[:4], cfg, "cpu", workers=2)
-    monkeypatch.setattr(grading, "_cpu_count", lambda: 8)  # 8 jobs, 8 "cores": two judge processes
-    pooled = grade_jobs(jobs, cfg, "cpu", workers=4)
+    pooled = grade_jobs(jobs, dataclasses.replace(cfg, judges=2), "cpu", workers=4)
     for a, b in zip(inline * 2, pooled):
         assert [(t.name, t.outcome, t.message) for t in a.tests] == [(t.name, t.outcome, t.message) for t in b.tests]
     assert [r.student for r in pooled] == [f"s{i}" for i in range(8)]
