@@ -82,10 +82,16 @@ class Prepared:
         """Fill every case's `expected` with the oracle's answer (once per task)."""
         if task.id not in self._answered:
             answer_cases(task, self.cases(task))
+            torch.save([list(c.expected) for c in self.cases(task)], answers_path(self.inputs_path(task)))
             self._answered.add(task.id)
 
     def inputs_path(self, task: TaskSpec) -> Path:
         return self.workdir / f"inputs-{task.id}.pt"
+
+
+def answers_path(inputs: Path) -> Path:
+    """Where the oracle's answers for an inputs file are kept for judge processes."""
+    return inputs.with_name(inputs.name.replace("inputs-", "answers-"))
 
 
 def answer_cases(task: TaskSpec, cases: list[judge.CaseData]) -> None:
@@ -116,9 +122,9 @@ def judge_job_apart(job: Job, jobdir: Path, report: static.StaticReport, device:
     key = (job.task.id, device, str(inputs))
     if key not in _JUDGE_CASES:
         sent = torch.load(inputs, weights_only=True)
-        cases = [judge.CaseData(c["id"], list(c["args"]), dict(c["kwargs"]), ()) for c in sent]
-        answer_cases(job.task, cases)
-        _JUDGE_CASES[key] = cases
+        answers = torch.load(answers_path(inputs), weights_only=True)
+        _JUDGE_CASES[key] = [judge.CaseData(c["id"], list(c["args"]), dict(c["kwargs"]), tuple(a))
+                             for c, a in zip(sent, answers)]
     ctx = GradingContext(job.task, device, report, _JUDGE_CASES[key], None, backend)
     return judge_job(job, jobdir, ctx, runs)
 
@@ -402,8 +408,9 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         results: dict[int, TaskResult] = {}
 
         # Judging costs about a second a job at CUDA sizes and runs here, one job at a time, unless config.yaml's
-        # grading.judges asks for a pool of judge processes (one thread each). Off by default: on a 16-core H100
-        # box, 4 judge processes computing the oracle beside 24 workers slowed workers past their 90 s limit.
+        # grading.judges asks for a pool of judge processes (one thread each, reading the oracle's answers that
+        # this process computed). Off by default: on a 16-core H100 box, 4 judge processes that each computed the
+        # oracle with every core, beside 24 workers, slowed workers past their 90 s limit.
         judges = cfg.judges if len(contexts) > 1 else 0
         judge_pool = ProcessPoolExecutor(judges, mp_context=multiprocessing.get_context("spawn"),
                                          initializer=torch.set_num_threads, initargs=(1,)) if judges else None
@@ -445,9 +452,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                    gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None)
                     futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
                     pending[n] += 1
-            if judge_pool is None:
-                for job, _, _ in contexts:  # the oracle works while the workers run
-                    prepared.answer(job.task)
+            for job, _, _ in contexts:  # the oracle works (once per task) while the workers run
+                prepared.answer(job.task)
             for n in range(len(contexts)):
                 if not pending[n]:
                     finish(n)
