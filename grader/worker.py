@@ -228,19 +228,17 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
         name = getattr(getattr(tuner, "base_fn", None) or tuner.fn, "__name__", "kernel")
         record["configs"][name] = config_label(chosen)
 
-    inputs, args, kwargs = [], [], {}
-    for value in case["args"]:
-        if isinstance(value, torch.Tensor):
-            buf, view, off = guards.guarded_copy(value, device)
-            inputs.append((buf, view, off))
-            value = view
-        args.append(value)
-    for key, value in case["kwargs"].items():
-        if isinstance(value, torch.Tensor):
-            buf, view, off = guards.guarded_copy(value, device)
-            inputs.append((buf, view, off))
-            value = view
-        kwargs[key] = value
+    inputs = []
+
+    def place(value):
+        """A tensor input goes to the device inside guard bands; anything else passes as it is."""
+        if not isinstance(value, torch.Tensor):
+            return value
+        inputs.append(guards.guarded_copy(value, device))
+        return inputs[-1][1]
+
+    args = [place(v) for v in case["args"]]
+    kwargs = {k: place(v) for k, v in case["kwargs"].items()}
 
     inst.reset()
     start = time.perf_counter()
