@@ -1,0 +1,56 @@
+"""Configuration errors say which file and which key; one broken task folder does not stop the others."""
+
+import shutil
+
+import pytest
+
+from grader.config import ROOT, ConfigError, discover_tasks, load_config, load_task
+
+
+def _copy_task(tmp_path, name="10_quantize_global_int8"):
+    dest = tmp_path / "tasks" / name
+    shutil.copytree(ROOT / "tasks" / name, dest)
+    return dest
+
+
+def test_missing_key_names_file_and_key(tmp_path):
+    folder = _copy_task(tmp_path)
+    text = (folder / "task.yaml").read_text().replace("entry: quantize_global\n", "")
+    (folder / "task.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=r"task\.yaml: missing key 'entry'"):
+        load_task(folder)
+
+
+def test_wrong_files_must_all_be_declared(tmp_path):
+    folder = _copy_task(tmp_path)
+    (folder / "wrong" / "extra.py").write_text("pass\n")
+    with pytest.raises(ConfigError, match=r"undescribed: \['extra.py'\]"):
+        load_task(folder)
+
+
+def test_points_must_agree_with_the_homework(tmp_path):
+    tasks, broken = discover_tasks()
+    assert not broken
+    cfg = (ROOT / "config.yaml").read_text().replace("10_quantize_global_int8: 2.0", "10_quantize_global_int8: 2.5")
+    (tmp_path / "config.yaml").write_text(cfg)
+    with pytest.raises(ConfigError, match=r"10_quantize_global_int8: 2.5 points here, but .*adds up to 2.0"):
+        load_config(tmp_path / "config.yaml", tasks)
+
+
+def test_a_broken_folder_is_reported_and_the_rest_load(tmp_path):
+    _copy_task(tmp_path)
+    broken_folder = _copy_task(tmp_path, "11_quantize_rowwise_int8")
+    (broken_folder / "task.yaml").write_text("id: [unclosed\n")
+    tasks, broken = discover_tasks(tmp_path)
+    assert list(tasks) == ["10_quantize_global_int8"]
+    assert "not valid YAML" in broken["11_quantize_rowwise_int8"]
+
+
+def test_bad_deadline_and_counts(tmp_path):
+    base = (ROOT / "config.yaml").read_text()
+    (tmp_path / "a.yaml").write_text(base.replace('deadline: "2025-11-10T23:59:00+03:00"', 'deadline: "2025-11-10"'))
+    with pytest.raises(ConfigError, match="deadline: give a UTC offset"):
+        load_config(tmp_path / "a.yaml")
+    (tmp_path / "b.yaml").write_text(base.replace("counts: best", "counts: first"))
+    with pytest.raises(ConfigError, match="counts: must be best or last"):
+        load_config(tmp_path / "b.yaml")
