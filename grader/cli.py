@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from functools import partial
 from pathlib import Path
 
@@ -135,7 +134,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    start = time.monotonic()
-    code = main()
-    print(f"[{time.monotonic() - start:.1f} s]", file=sys.stderr)
-    sys.exit(code)
+    sys.exit(main())

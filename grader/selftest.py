@@ -3,6 +3,8 @@ the tests its task.yaml declares."""
 
 from __future__ import annotations
 
+import time
+
 from grader import report
 from grader.config import CourseConfig, TaskSpec
 from grader.grading import Job, TaskResult, grade_jobs
@@ -51,6 +53,8 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
                 print(f"     passed but should fail: {sorted(want - got)}")
             print(report.summary(result, staff=staff))
 
+    start = time.monotonic()
     grade_jobs(jobs, cfg, device, workers, on_result=check)
-    print(f"selftest: {len(jobs) - len(bad)} passed, {len(bad)} failed")
+    print(f"selftest took {time.monotonic() - start:.1f} s on {device}")
+    print(f"selftest: {len(jobs) - len(bad)} passed, {len(bad)} failed", flush=True)
     return 1 if bad else 0
