@@ -54,9 +54,11 @@ class Prepared:
     Inputs come first (workers need them); the oracle's answers are computed later, while the workers run.
     """
 
-    def __init__(self, device: str, workdir: Path) -> None:
+    def __init__(self, device: str, workdir: Path, save_answers: bool = False) -> None:
         self.device = device
         self.workdir = workdir
+        self.save_answers = save_answers
+        """Also write the answers to a file, for judge processes (see `judge_job_apart`)."""
         self._cases: dict[str, list[judge.CaseData]] = {}
         self._answered: set[str] = set()
 
@@ -82,7 +84,8 @@ class Prepared:
         """Fill every case's `expected` with the oracle's answer (once per task)."""
         if task.id not in self._answered:
             answer_cases(task, self.cases(task))
-            torch.save([list(c.expected) for c in self.cases(task)], answers_path(self.inputs_path(task)))
+            if self.save_answers:
+                torch.save([list(c.expected) for c in self.cases(task)], answers_path(self.inputs_path(task)))
             self._answered.add(task.id)
 
     def inputs_path(self, task: TaskSpec) -> Path:
@@ -391,7 +394,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
     workers = workers or cfg.workers or (cores + cores // 2 if device == "cuda" else cores)
     base = Path(tempfile.mkdtemp(prefix="grader-"))
     try:
-        prepared = Prepared(device, base)
+        judges = cfg.judges if len(jobs) > 1 else 0  # judge processes: see below
+        prepared = Prepared(device, base, save_answers=bool(judges))
         contexts = []
         for n, job in enumerate(jobs):
             report = static.check_source(job.submission.read_text(errors="replace"), job.task,
@@ -411,7 +415,6 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         # grading.judges asks for a pool of judge processes (one thread each, reading the oracle's answers that
         # this process computed). Off by default: on a 16-core H100 box, 4 judge processes that each computed the
         # oracle with every core, beside 24 workers, slowed workers past their 90 s limit.
-        judges = cfg.judges if len(contexts) > 1 else 0
         judge_pool = ProcessPoolExecutor(judges, mp_context=multiprocessing.get_context("spawn"),
                                          initializer=torch.set_num_threads, initargs=(1,)) if judges else None
         judging: dict = {}

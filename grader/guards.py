@@ -67,11 +67,6 @@ def guard_size(n_span: int) -> int:
     return max(MIN_GUARD, min(MAX_GUARD, n_span))
 
 
-def layout(t: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Size and strides to give a tensor that should keep the geometry of `t` (dense in memory order)."""
-    return tuple(t.shape), tuple(t.stride())
-
-
 def _guarded(size, stride, dtype, device, empty) -> tuple[torch.Tensor, torch.Tensor, int]:
     n_span = span(size, stride)
     guard = guard_size(n_span)
@@ -87,7 +82,7 @@ def guarded_copy(t: torch.Tensor, device: str | torch.device, empty=torch.empty)
     Storage between the elements of a strided view (the gaps of a slice) holds poison too, so a kernel that
     assumes a contiguous layout reads poison.
     """
-    size, stride = layout(t)
+    size, stride = tuple(t.shape), t.stride()
     if any(s < 0 for s in stride):
         raise ValueError("negative strides are not supported")
     buf, view, offset = _guarded(size, stride, t.dtype, device, empty)
@@ -97,7 +92,7 @@ def guarded_copy(t: torch.Tensor, device: str | torch.device, empty=torch.empty)
 
 def guarded_like(template: torch.Tensor, empty=torch.empty):
     """A poisoned buffer with a view of `template`'s size, strides, dtype and device. Returns (buffer, view, offset)."""
-    size, stride = layout(template)
+    size, stride = tuple(template.shape), template.stride()
     if span(size, stride) < template.numel() or any(s < 0 for s in stride):
         stride = torch.empty(size, dtype=torch.int8, device="meta").stride()  # overlapping or odd: make it dense
     return _guarded(size, stride, template.dtype, template.device, empty)
