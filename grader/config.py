@@ -279,6 +279,9 @@ class CourseConfig:
     """Submissions graded at once; 0 = one per CPU core (1.5 per core on CUDA)."""
     judges: int = 0
     """Judge processes (one thread each) beside the workers; 0 = judge in the main process."""
+    fork_server: bool = True
+    """Fork workers from a server that imported torch and triton once (grader/forkserver.py); false = start
+    each worker as a fresh interpreter."""
     results_dir: str = "results"
     always_allowed_imports: list[str] = field(default_factory=list)
     homeworks: dict[str, Homework] = field(default_factory=dict)
@@ -344,6 +347,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
         timeout_s=timeout,
         workers=int(grading.get("workers", 0)),
         judges=int(grading.get("judges", 0)),
+        fork_server=bool(grading.get("fork_server", True)),
         results_dir=str(grading.get("results_dir", "results")),
         always_allowed_imports=[str(m) for m in data.get("always_allowed_imports") or []],
         homeworks=homeworks,

@@ -452,7 +452,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                     spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
                                    prepared.inputs_path(job.task),
                                    job.task.timeout_s.get(device) or cfg.timeout_s[device], benchmark_autotune,
-                                   gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None)
+                                   gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None,
+                                   fork_server=cfg.fork_server)
                     futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
                     pending[n] += 1
             for job, _, _ in contexts:  # the oracle works (once per task) while the workers run

@@ -10,6 +10,8 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +62,8 @@ class JobSpec:
     """Also run the stock autotuner first (for scripts/bench_grading.py)."""
     gpu: int | None = None
     """Pin the worker to this GPU (CUDA_VISIBLE_DEVICES) when the machine has several."""
+    fork_server: bool = True
+    """Fork the worker from a server that has imported torch and triton already (grader/forkserver.py)."""
 
 
 def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> WorkerRun:
@@ -68,40 +72,136 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
            "device": spec.device, "inputs": str(spec.inputs.resolve()), "cases": cases,
            "benchmark_autotune": spec.benchmark_autotune}
     (jobdir / f"job-{run_id}.json").write_text(json.dumps(job))
-    device, timeout_s = spec.device, spec.timeout_s
+    timeout_s = spec.timeout_s
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT)  # the grader package only; the submission is loaded by path
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["OPENBLAS_NUM_THREADS"] = "1"  # as in the fork server (see grader/forkserver.py), so numerics agree
     if spec.gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(spec.gpu)
-    if device == "cpu":
+    if spec.device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     else:
         env.pop("TRITON_INTERPRET", None)
     log_path = jobdir / f"worker-{run_id}.log"
+    log_path.write_bytes(b"")
     scratch = jobdir / "cwd"  # the submission's working directory: empty, and not where results are written
     scratch.mkdir(exist_ok=True)
     start = time.monotonic()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "grader.worker", str(jobdir), run_id],
-            cwd=scratch, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
-            except ProcessLookupError:
-                pass
-            proc.wait()
+    server = ForkServer.get(spec.device, env) if spec.fork_server else None
+    proc = server.fork({"jobdir": str(jobdir), "run_id": run_id, "cwd": str(scratch), "log": str(log_path),
+                        "env": env}) if server else None
+    if proc is None:  # no fork server (or it failed): a fresh interpreter
+        with open(log_path, "ab") as log:
+            proc = _Spawned(subprocess.Popen(
+                [sys.executable, "-m", "grader.worker", str(jobdir), run_id], cwd=scratch, env=env, stdout=log,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
+    timed_out = not proc.wait(timeout_s)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait(30)
     text = log_path.read_text(errors="replace")
     return WorkerRun(jobdir=jobdir, returncode=None if timed_out else proc.returncode, timed_out=timed_out,
                      seconds=time.monotonic() - start, log=text[-20000:], run_id=run_id, cases=list(cases))
+
+
+class _Spawned:
+    """A worker started as a fresh interpreter."""
+
+    def __init__(self, popen: subprocess.Popen) -> None:
+        self.popen, self.pid = popen, popen.pid
+
+    def wait(self, timeout: float) -> bool:
+        try:
+            self.popen.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+
+class _Forked:
+    """A worker forked by the fork server; the server reports its pid, then its exit."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.returncode: int | None = None
+        self.forked, self.ended = threading.Event(), threading.Event()
+
+    def wait(self, timeout: float) -> bool:
+        return self.ended.wait(timeout)
+
+
+class ForkServer:
+    """The runner's side of grader/forkserver.py: one server per device, shared by every thread that runs workers.
+
+    If the server cannot start or dies, `fork` returns None and the worker is started as a fresh interpreter."""
+
+    _servers: dict[str, ForkServer] = {}
+    _lock = threading.Lock()
+
+    @classmethod
+    def get(cls, device: str, env: dict) -> ForkServer | None:
+        with cls._lock:
+            server = cls._servers.get(device)
+            if server is None or not server.alive:
+                try:
+                    server = cls._servers[device] = cls(env)
+                except OSError:
+                    return None
+            return server
+
+    def __init__(self, env: dict) -> None:
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server
+        self.proc = subprocess.Popen([sys.executable, "-m", "grader.forkserver"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr, env=env,
+                                     cwd=tempfile.gettempdir(), start_new_session=True)
+        self.alive = True
+        self._write = threading.Lock()
+        self._waiting: dict[int, _Forked] = {}
+        self._next = 0
+        threading.Thread(target=self._read, name="forkserver-reader", daemon=True).start()
+
+    def fork(self, request: dict, start_timeout: float = 120.0) -> _Forked | None:
+        forked = _Forked()
+        with self._write:
+            self._next += 1
+            self._waiting[self._next] = forked
+            try:
+                self.proc.stdin.write(json.dumps({"id": self._next, **request}).encode() + b"\n")
+                self.proc.stdin.flush()
+            except OSError:
+                self.alive = False
+                return None
+        # The first request waits for the server's imports; the server answers at once after that.
+        if not forked.forked.wait(start_timeout) or forked.pid is None:
+            self.alive = False
+            return None
+        return forked
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                message = json.loads(line)
+                forked = self._waiting[message["id"]]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if "pid" in message:
+                forked.pid = message["pid"]
+                forked.forked.set()
+            if "returncode" in message:
+                forked.returncode = message["returncode"]
+                forked.ended.set()
+                self._waiting.pop(message["id"], None)
+        self.alive = False  # the server is gone: nobody waits for it any more
+        for forked in list(self._waiting.values()):
+            forked.forked.set()
+            forked.ended.set()
 
 
 MAX_RESTARTS = 4

@@ -308,6 +308,9 @@ def main(jobdir: Path, run_id: str) -> int:
     device = job["device"]
     path = os.path.abspath(job["submission"])
     load: dict = {"ok": False, "kernels": {}, "environment": {}}
+    # Workers run side by side, one per core or more: torch's own thread pool in each would only contend (with
+    # two per core, its spinning threads made the guard bookkeeping of a case ten times slower on CI's 2 cores).
+    torch.set_num_threads(1)
     try:
         load["environment"] = environment(device)
         if device == "cpu":

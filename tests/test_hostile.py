@@ -33,7 +33,9 @@ def _by_name(result):
     return {t.name: t for t in result.tests}
 
 
-def test_hang_and_crash_fail_only_themselves(tmp_path, small_task, cfg):
+@pytest.mark.parametrize("fork_server", [True, False], ids=["forked", "fresh-python"])
+def test_hang_and_crash_fail_only_themselves(tmp_path, small_task, cfg, fork_server):
+    cfg = dataclasses.replace(cfg, fork_server=fork_server)
     hang = SOLUTION.replace("    absmax = x.abs().max()\n", "    while True:\n        pass\n", 1)
     # A store 1 TiB past the output: the interpreter writes through a wild pointer and the worker dies.
     crash = SOLUTION.replace("tl.store(output_ptr + offsets,", "tl.store(output_ptr + offsets + (1 << 40),")
@@ -75,3 +77,14 @@ def test_wrong_return_and_forbidden_import_messages(tmp_path, small_task, cfg):
     assert tests["imports"].outcome == "failed" and "np.py:1: import numpy is not allowed" in tests["imports"].message
     assert tests["n1_fp32"].message.startswith("not run: the imports check failed (np.py:1: import numpy")
     assert r_np.student_json()["tests"][0].keys() == {"name", "outcome", "points", "max_points", "message"}
+
+
+def test_output_of_a_forked_worker_cannot_speak_for_the_fork_server(tmp_path, small_task, cfg):
+    """A forked worker's stdout is its log, not the fork server's reply pipe: forged 'it ended' lines are ignored."""
+    forged = "".join(f'print(\'{{"id": {i}, "pid": 1, "returncode": 0}}\')\n' for i in range(1, 40))
+    hang = SOLUTION.replace("import triton\n", "import triton\n" + forged + "while True:\n    pass\n", 1)
+    task = dataclasses.replace(small_task, timeout_s={"cpu": 6})
+    (result,) = grade_jobs([Job(task, _file(tmp_path, "forger.py", hang), "f")], cfg, "cpu", workers=1)
+    assert result.score == 0
+    assert "stopped at its time limit" in result.staff["worker_exit"]
+    assert '"returncode": 0' in result.staff["worker_log"]  # what it printed went to its log

@@ -1,0 +1,126 @@
+"""A fork server for workers: torch and triton are imported once per device, then one child is forked per run.
+
+    python -m grader.forkserver        (started by grader.runner; speaks JSON lines on stdin/stdout)
+
+Starting each worker as `python -m grader.worker` pays for the interpreter and the imports of torch and triton
+(1.7 s on one of CI's cores) before the submission is even read, and a class of 200 students x 5 tasks pays it a
+thousand times. The server pays it once and forks. A child is the same worker as before: it starts its own session
+(so a timeout still kills its whole process group, compiler children included), sends its output to its log, takes
+the environment and working directory the runner asks for, and runs `grader.worker.main`.
+
+What fork must not share: the server never initialises CUDA (a CUDA context does not survive fork; each child
+creates its own), never imports a submission, and stays single-threaded (OPENBLAS_NUM_THREADS=1 keeps numpy from
+starting a thread pool in it). A child's standard input and output are replaced before it runs anything, so a
+submission cannot write to the protocol pipe.
+
+Protocol, one JSON object per line:
+  request  {"id": n, "jobdir": ..., "run_id": ..., "cwd": ..., "log": ..., "env": {...}}
+  replies  {"id": n, "pid": p}              once forked
+           {"id": n, "returncode": rc}      when the child has ended (negative: killed by that signal)
+End of input ends the server, and it kills every child still running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+PRELOAD = ("numpy", "torch", "triton", "triton.language", "triton.runtime.autotuner", "triton.runtime.interpreter",
+           "grader.worker")
+
+
+def _preload() -> None:
+    import importlib
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a child that needs it reports the import error itself
+            pass
+
+
+def _child(request: dict) -> None:
+    """Runs in the forked child; never returns."""
+    code = 70
+    try:
+        os.setsid()
+        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(null)
+        os.close(log)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        from grader import worker
+
+        worker.START = time.perf_counter()
+        code = worker.main(Path(request["jobdir"]), request["run_id"])
+    except BaseException:  # noqa: BLE001 - the log is what the judge gets
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code)
+
+
+def _send(message: dict) -> None:
+    data = (json.dumps(message) + "\n").encode()
+    try:
+        while data:
+            data = data[os.write(1, data):]
+    except OSError:  # the runner is gone
+        pass
+
+
+def serve() -> int:
+    _preload()
+    children: dict[int, int] = {}  # pid -> request id
+    selector = selectors.DefaultSelector()
+    selector.register(0, selectors.EVENT_READ)
+    buffer = b""
+    open_input = True
+    while open_input or children:
+        if open_input and selector.select(timeout=0.02):
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                open_input = False
+                for pid in children:  # the runner is gone: so are its workers
+                    try:
+                        os.killpg(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                request = json.loads(line)
+                pid = os.fork()
+                if pid == 0:
+                    _child(request)
+                children[pid] = request["id"]
+                _send({"id": request["id"], "pid": pid})
+        elif not open_input:
+            time.sleep(0.02)
+        while children:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            if pid in children:
+                _send({"id": children.pop(pid), "returncode": os.waitstatus_to_exitcode(status)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve())
