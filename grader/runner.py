@@ -66,6 +66,21 @@ class JobSpec:
     """Fork the worker from a server that has imported torch and triton already (grader/forkserver.py)."""
 
 
+def worker_env(device: str, gpu: int | None = None) -> dict[str, str]:
+    """The environment a worker runs in."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT)  # the grader package only; the submission is loaded by path
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["OPENBLAS_NUM_THREADS"] = "1"  # as in the fork server (see grader/forkserver.py), so numerics agree
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    return env
+
+
 def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> WorkerRun:
     """One worker process over `cases` (indices into the inputs file), stopped at the time limit."""
     job = {"submission": str(spec.submission.resolve()), "entry": spec.entry, "kernels": spec.kernels,
@@ -73,16 +88,7 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
            "benchmark_autotune": spec.benchmark_autotune}
     (jobdir / f"job-{run_id}.json").write_text(json.dumps(job))
     timeout_s = spec.timeout_s
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT)  # the grader package only; the submission is loaded by path
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["OPENBLAS_NUM_THREADS"] = "1"  # as in the fork server (see grader/forkserver.py), so numerics agree
-    if spec.gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(spec.gpu)
-    if spec.device == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    else:
-        env.pop("TRITON_INTERPRET", None)
+    env = worker_env(spec.device, spec.gpu)
     log_path = jobdir / f"worker-{run_id}.log"
     log_path.write_bytes(b"")
     scratch = jobdir / "cwd"  # the submission's working directory: empty, and not where results are written

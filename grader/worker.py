@@ -32,13 +32,13 @@ from grader import guards
 
 
 def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")  # workers of one job each write load.json: no shared temp name
     tmp.write_text(json.dumps(data))
     os.replace(tmp, path)
 
 
 def _save(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
     torch.save(data, tmp)
     os.replace(tmp, path)
 

@@ -11,6 +11,7 @@ files differ, so the parallel figure is a lower bound for a class of distinct fi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
@@ -50,19 +51,25 @@ def main() -> int:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--homework", default="hw4_int8")
+    parser.add_argument("--judges", type=int, default=None, help="override config.yaml's grading.judges")
     args = parser.parse_args()
     tasks, _ = discover_tasks()
     cfg = load_config(tasks=tasks)
+    if args.judges is not None:
+        cfg = dataclasses.replace(cfg, judges=args.judges)
     hw = cfg.homeworks[args.homework]
     device = resolve_device(args.device)
     files = sum(1 for p in (ROOT / "submissions").glob("*/*.py"))
+    serial = None
+    if args.serial_students:  # first: it is the short one
+        serial = timed(args.serial_students, 1, device, hw, tasks, cfg) * args.students / args.serial_students
+        print(f"serial  : {args.serial_students} students, one worker, scaled to {args.students}: {serial:.0f} s",
+              flush=True)
     parallel = timed(args.students, args.workers, device, hw, tasks, cfg)
-    print(f"parallel: {args.students} students ({args.students * files // 5} files) in {parallel:.1f} s on {device}")
-    if args.serial_students:
-        serial = timed(args.serial_students, 1, device, hw, tasks, cfg)
-        scaled = serial * args.students / args.serial_students
-        print(f"serial  : {args.serial_students} students in {serial:.1f} s, scaled to {args.students}: "
-              f"{scaled:.0f} s; parallel speed-up about {scaled / parallel:.1f}x")
+    print(f"parallel: {args.students} students ({args.students * files // 5} files) in {parallel:.1f} s on {device}"
+          f" (judges: {cfg.judges})")
+    if serial:
+        print(f"speed-up: about {serial / parallel:.1f}x")
     return 0
 
 

@@ -35,15 +35,22 @@ def main() -> int:
     parser.add_argument("--task", action="append")
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--skip-naive", action="store_true")
+    parser.add_argument("--logs", action="store_true", help="print each worker's log (start-up, per-case seconds)")
     args = parser.parse_args()
     tasks, _ = discover_tasks()
     cfg = load_config(tasks=tasks)
     device = resolve_device(args.device)
     chosen = [t for t in tasks.values() if not args.task or t.id in args.task]
     jobs = [Job(t, t.folder / "solution.py", "solution") for t in chosen]
-    ours, results = timed(jobs, cfg, device, args.workers or len(jobs), naive=False)
+    ours, results = timed(jobs, cfg, device, args.workers, naive=False)  # 0: the default (per core)
     for r in results:
-        print(f"  {r.task:40} {r.score:g}/{r.max_score:g}  worker {r.staff.get('worker_seconds')} s")
+        print(f"  {r.task:40} {r.score:g}/{r.max_score:g}  {r.staff.get('workers')} worker(s), the slowest "
+              f"{r.staff.get('worker_seconds')} s, judged in {r.staff.get('judge_seconds')} s")
+        for t in r.tests:
+            if t.outcome != "passed":
+                print(f"    {t.outcome} {t.name}: {t.message}\n{t.staff[-3000:]}")
+        if args.logs:
+            print(r.staff.get("worker_log", ""))
     print(f"ours : {len(jobs)} solutions graded in {ours:.1f} s on {device} (cold cache, parallel)")
     if not args.skip_naive:
         naive, _ = timed(jobs, cfg, device, 1, naive=True)
