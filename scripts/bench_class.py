@@ -3,14 +3,16 @@
     python scripts/bench_class.py --students 200 [--serial-students 5] [--device cuda] [--workers N]
 
 The parallel run grades all N students; the serial run (one worker) grades the first few copies and its time
-is scaled to N, since a serial pass over a whole class would not fit in one sitting. Both start from a cold
-Triton cache; identical files compile once (Triton's cache is keyed by source), as in a real class where many
-files differ, so the parallel figure is a lower bound for a class of distinct files.
+is scaled to N, since a serial pass over a whole class would not fit in one sitting (`--students 0` runs the
+serial part alone). Both start from a cold Triton cache. Triton's cache is keyed by a kernel's source, so copies
+of one file would compile once: each copy's kernels get a comment naming the copy, and every student's kernels
+compile anew, as in a real class of different files (`--identical` keeps the copies byte for byte).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import os
 import shutil
@@ -26,17 +28,35 @@ from grader.config import ROOT, discover_tasks, load_config  # noqa: E402
 from grader.grading import resolve_device  # noqa: E402
 
 
-def synthetic_class(n: int, dest: Path) -> Path:
+def tag_kernels(source: str, tag: str) -> str:
+    """The source with a comment line `# tag` opening the body of every function decorated with a `jit`."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.splitlines(keepends=True)
+    starts = sorted({(node.body[0].lineno, node.body[0].col_offset) for node in ast.walk(tree)
+                     if isinstance(node, ast.FunctionDef) and "jit" in ast.unparse(node.decorator_list)
+                     if node.body[0].lineno > node.lineno}, reverse=True)
+    for lineno, col in starts:
+        lines.insert(lineno - 1, " " * col + f"# {tag}\n")
+    return "".join(lines)
+
+
+def synthetic_class(n: int, dest: Path, identical: bool = False) -> Path:
     demo = sorted(p for p in (ROOT / "submissions").iterdir() if p.is_dir())
     for i in range(n):
-        shutil.copytree(demo[i % len(demo)], dest / f"student{i:03d}")
+        student = dest / f"student{i:03d}"
+        shutil.copytree(demo[i % len(demo)], student)
+        for f in [] if identical else student.glob("*.py"):
+            f.write_text(tag_kernels(f.read_text(), f"copy {i}"))
     return dest
 
 
-def timed(n: int, workers: int, device: str, hw, tasks, cfg) -> float:
+def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool) -> float:
     work = Path(tempfile.mkdtemp(prefix="bench-class-"))
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
-    root = synthetic_class(n, work / "subs")
+    root = synthetic_class(n, work / "subs", identical)
     start = time.perf_counter()
     run_batch(root, hw, tasks, cfg, device, work / "results", workers, show=lambda s: None)
     seconds = time.perf_counter() - start
@@ -52,6 +72,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--homework", default="hw4_int8")
     parser.add_argument("--judges", type=int, default=None, help="override config.yaml's grading.judges")
+    parser.add_argument("--identical", action="store_true", help="copies share kernel sources (and compilations)")
     args = parser.parse_args()
     tasks, _ = discover_tasks()
     cfg = load_config(tasks=tasks)
@@ -59,17 +80,21 @@ def main() -> int:
         cfg = dataclasses.replace(cfg, judges=args.judges)
     hw = cfg.homeworks[args.homework]
     device = resolve_device(args.device)
-    files = sum(1 for p in (ROOT / "submissions").glob("*/*.py"))
+    demo = sorted(p for p in (ROOT / "submissions").iterdir() if p.is_dir())
+    files = sum(len(list(demo[i % len(demo)].glob("*.py"))) for i in range(args.students))
     serial = None
     if args.serial_students:  # first: it is the short one
-        serial = timed(args.serial_students, 1, device, hw, tasks, cfg) * args.students / args.serial_students
-        print(f"serial  : {args.serial_students} students, one worker, scaled to {args.students}: {serial:.0f} s",
-              flush=True)
-    parallel = timed(args.students, args.workers, device, hw, tasks, cfg)
-    print(f"parallel: {args.students} students ({args.students * files // 5} files) in {parallel:.1f} s on {device}"
+        serial = timed(args.serial_students, 1, device, hw, tasks, cfg, args.identical) / args.serial_students
+        print(f"serial  : {args.serial_students} students, one worker: {serial:.1f} s a student, "
+              f"{serial * 200:.0f} s for 200", flush=True)
+    if not args.students:
+        return 0
+    parallel = timed(args.students, args.workers, device, hw, tasks, cfg, args.identical)
+    kind = ", identical copies" if args.identical else ""
+    print(f"parallel: {args.students} students ({files} files{kind}) in {parallel:.1f} s on {device}"
           f" (judges: {cfg.judges})")
     if serial:
-        print(f"speed-up: about {serial / parallel:.1f}x")
+        print(f"speed-up: about {serial * args.students / parallel:.1f}x")
     return 0
 
 
