@@ -123,6 +123,8 @@ class TaskSpec:
     autotune_points: float = 0.0
     timeout_s: dict[str, float] = field(default_factory=dict)
     wrong: dict[str, WrongSpec] = field(default_factory=dict)
+    specialize: bool | None = None
+    """Overrides config.yaml's grading.specialize for this task (a task that times kernels wants true)."""
 
     @property
     def points(self) -> float:
@@ -222,6 +224,7 @@ def load_task(folder: Path) -> TaskSpec:
         autotune_points=float(data.get("autotune_points", 0.0)),
         timeout_s={k: float(v) for k, v in (data.get("timeout_s") or {}).items()},
         wrong=wrong,
+        specialize=None if data.get("specialize") is None else bool(data["specialize"]),
     )
     if task.entry not in task.functions:
         raise ConfigError(f"{where}: entry '{task.entry}' must be listed under functions")
@@ -282,6 +285,11 @@ class CourseConfig:
     fork_server: bool = True
     """Fork workers from a server that imported torch and triton once (grader/forkserver.py); false = start
     each worker as a fresh interpreter."""
+    specialize: bool = False
+    """Let Triton specialize the submissions' kernels on their integer arguments (divisible by 16, equal to 1)
+    and pointer alignment, as it does by default. Off: one compilation per autotune config serves every shape,
+    where the INT8 cases needed one per divisibility pattern (41 specializations of the five solutions become
+    12). The values computed are the same either way; only the speed differs, and grading is not timing."""
     results_dir: str = "results"
     always_allowed_imports: list[str] = field(default_factory=list)
     homeworks: dict[str, Homework] = field(default_factory=dict)
@@ -348,6 +356,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
         workers=int(grading.get("workers", 0)),
         judges=int(grading.get("judges", 0)),
         fork_server=bool(grading.get("fork_server", True)),
+        specialize=bool(grading.get("specialize", False)),
         results_dir=str(grading.get("results_dir", "results")),
         always_allowed_imports=[str(m) for m in data.get("always_allowed_imports") or []],
         homeworks=homeworks,

@@ -351,12 +351,15 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
     )
 
 
-def specialization_key(case: judge.CaseData) -> tuple:
+def specialization_key(case: judge.CaseData, specialize: bool = True) -> tuple:
     """Cases with equal keys most likely reuse one compiled kernel: Triton specializes integer arguments on
-    divisibility by 16 and on equality to 1, and constexpr flags come from non-tensor arguments."""
+    divisibility by 16 and on equality to 1 (unless `specialize` is off), and constexpr flags come from
+    non-tensor arguments."""
     key = []
     for value in [*case.args, *case.kwargs.values()]:
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, torch.Tensor) and not specialize:
+            key.append(str(value.dtype))
+        elif isinstance(value, torch.Tensor):
             key.append((str(value.dtype), tuple((d % 16 == 0, d == 1) for d in value.shape),
                         tuple(st % 16 == 0 for st in value.stride())))
         else:
@@ -364,19 +367,21 @@ def specialization_key(case: judge.CaseData) -> tuple:
     return tuple(key)
 
 
-def plan_shards(cases_per_job: dict[int, list[judge.CaseData]], workers: int) -> dict[int, list[list[int]]]:
+def plan_shards(cases_per_job: dict[int, list[judge.CaseData]], workers: int,
+                specialize: dict[int, bool] | None = None) -> dict[int, list[list[int]]]:
     """Split each job's cases over workers when there are more cores than jobs (a student checking one file, a
     few tasks on a big box). Compilation is the slow part, so cases that share a specialization stay together
     and a shard costs about its number of distinct specializations. Every job gets one shard; spare workers go
     one at a time to the job whose heaviest shard is heaviest, so the shards fit the workers and the slowest is
-    as short as it can be (the five INT8 solutions on 24 workers: 24 shards of at most 2 specializations, where
-    the plan before made 25, one waiting for a free worker; on the H100 both graded them in 24.5-29 s cold, as
-    compilation keeps all 16 cores busy either way)."""
+    as short as it can be (with Triton's specializations on, the five INT8 solutions made 24 shards of at most 2
+    specializations on 24 workers, where the plan before made 25, one waiting for a free worker; both graded
+    them in 24.5-29 s cold on the H100, compilation keeping all 16 cores busy. With them off, the default, there
+    are 12 specializations in all, and it took 16-17 s)."""
     groups = {}
     for n, cases in cases_per_job.items():
         by_key: dict[tuple, list[int]] = {}
         for i, case in enumerate(cases):
-            by_key.setdefault(specialization_key(case), []).append(i)
+            by_key.setdefault(specialization_key(case, (specialize or {}).get(n, True)), []).append(i)
         groups[n] = sorted(by_key.values(), key=len, reverse=True)
     shards = {n: 1 for n in groups}
     for _ in range(workers - len(groups)):
@@ -395,9 +400,9 @@ def plan_shards(cases_per_job: dict[int, list[judge.CaseData]], workers: int) ->
     return plan
 
 
-def shard_cost(cases: list[judge.CaseData], indices: list[int]) -> int:
+def shard_cost(cases: list[judge.CaseData], indices: list[int], specialize: bool = True) -> int:
     """About how many compilations a shard costs: its number of distinct specializations."""
-    return len({specialization_key(cases[i]) for i in indices})
+    return len({specialization_key(cases[i], specialize) for i in indices})
 
 
 def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0,
@@ -430,7 +435,9 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             contexts.append((job, jobdir, GradingContext(job.task, device, report, cases, None, backend)))
 
         runnable = [n for n, (_, _, ctx) in enumerate(contexts) if ctx.static.ok]
-        plan = plan_shards({n: contexts[n][2].cases for n in runnable}, workers)
+        specialize = {n: cfg.specialize if job.task.specialize is None else job.task.specialize
+                      for n, (job, _, _) in enumerate(contexts)}
+        plan = plan_shards({n: contexts[n][2].cases for n in runnable}, workers, specialize)
         runs: dict[int, list[WorkerRun]] = {n: [] for n in range(len(contexts))}
         pending = {n: 0 for n in range(len(contexts))}
         results: dict[int, TaskResult] = {}
@@ -472,14 +479,14 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             futures = {}
             # The heaviest shards start first, so none is left to start late on its own (longest job first).
             order = sorted(((n, k, indices) for n in runnable for k, indices in enumerate(plan[n])),
-                           key=lambda s: -shard_cost(contexts[s[0]][2].cases, s[2]))
+                           key=lambda s: -shard_cost(contexts[s[0]][2].cases, s[2], specialize[s[0]]))
             for n, k, indices in order:
                 job, jobdir, _ = contexts[n]
                 spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
                                prepared.inputs_path(job.task),
                                job.task.timeout_s.get(device) or cfg.timeout_s[device], benchmark_autotune,
                                gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None,
-                               fork_server=cfg.fork_server)
+                               fork_server=cfg.fork_server, specialize=specialize[n])
                 futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
                 pending[n] += 1
             for job, _, _ in contexts:  # the oracle works (once per task) while the workers run

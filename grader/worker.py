@@ -190,6 +190,24 @@ def describe_kernel(obj) -> dict:
     return {"kind": type(obj).__name__, "configs": []}
 
 
+def unspecialize(module) -> int:
+    """Compile the module's kernels without Triton's specializations on integer values (divisible by 16, equal
+    to 1) and pointer alignment, so that one compilation serves every shape. Must run before the first launch:
+    Triton reads these flags when it builds a kernel's argument binder. Returns how many kernels it changed."""
+    changed = 0
+    for value in list(vars(module).values()):
+        for link in _kernel_chain(value):
+            params = getattr(link, "params", None)
+            if type(link).__name__ != "JITFunction" or not isinstance(params, list):
+                continue
+            for param in params:
+                if not getattr(param, "is_constexpr", True):
+                    param.do_not_specialize = True
+                    param.do_not_specialize_on_alignment = True
+            changed += 1
+    return changed
+
+
 def find_autotuners(module) -> list:
     from triton.runtime.autotuner import Autotuner
 
@@ -327,6 +345,8 @@ def main(jobdir: Path, run_id: str) -> int:
             raise AttributeError(f"the submission defines no function {job['entry']}")
         load["kernels"] = {name: describe_kernel(getattr(module, name, None)) for name in job["kernels"]}
         tuners = [(t, list(t.configs)) for t in find_autotuners(module)]
+        if not job.get("specialize", True):
+            unspecialize(module)
         load["ok"] = True
     except BaseException as exc:  # noqa: BLE001
         load.update(_error_record(exc, path))
