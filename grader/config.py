@@ -94,6 +94,22 @@ class KernelSpec:
 
 
 @dataclass(frozen=True)
+class LaunchSpec:
+    """The harness launches the task's kernel itself (no wrapper function): pointers first, in the order the
+    oracle's generate_input returns the tensors (inputs, then one buffer per output, filled with poison), then the
+    case's sizes and block sizes as keyword arguments, only those the kernel declares."""
+
+    kernel: str
+    grid: list[tuple[str, str]]
+    """Per grid axis (size, block): cdiv(size, block), a name missing from the case counting as 1."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment of the worker (e.g. TRITON_F32_DEFAULT=ieee, so tl.dot on CUDA is as exact as the interpreter)."""
+
+    def grid_for(self, scalars: dict) -> tuple[int, ...]:
+        return tuple(-(-int(scalars.get(n, 1)) // int(scalars.get(b, 1))) for n, b in self.grid)
+
+
+@dataclass(frozen=True)
 class WrongSpec:
     file: str
     why: str
@@ -123,6 +139,8 @@ class TaskSpec:
     autotune_points: float = 0.0
     timeout_s: dict[str, float] = field(default_factory=dict)
     wrong: dict[str, WrongSpec] = field(default_factory=dict)
+    launch: LaunchSpec | None = None
+    """Set when the harness launches `launch.kernel` itself (see LaunchSpec); `entry` is then that kernel."""
 
     @property
     def points(self) -> float:
@@ -208,11 +226,27 @@ def load_task(folder: Path) -> TaskSpec:
         fails = _need(spec, "fails", ww, list)
         wrong[file] = WrongSpec(file=file, why=str(spec.get("why", "")), fails=[str(p) for p in fails])
 
+    launch = None
+    if data.get("launch") is not None:
+        lw = f"{where}: launch"
+        raw = _need(data, "launch", where, dict)
+        grid = []
+        for axis in _need(raw, "grid", lw, list):
+            parts = str(axis).split("/")
+            if len(parts) != 2 or not all(p.strip().isidentifier() for p in parts):
+                raise ConfigError(f"{lw}.grid: each axis is 'SIZE/BLOCK' (two names), got {axis!r}")
+            grid.append((parts[0].strip(), parts[1].strip()))
+        launch = LaunchSpec(kernel=_need(raw, "kernel", lw, str), grid=grid,
+                            env={str(k): str(v) for k, v in (raw.get("env") or {}).items()})
+        if launch.kernel not in kernels:
+            raise ConfigError(f"{lw}.kernel: '{launch.kernel}' must be listed under kernels")
+    entry = launch.kernel if launch and "entry" not in data else _need(data, "entry", where, str)
+
     task = TaskSpec(
         id=task_id,
         title=_need(data, "title", where, str),
         folder=folder,
-        entry=_need(data, "entry", where, str),
+        entry=entry,
         allowed_imports=_params_list(_need(data, "allowed_imports", where), f"{where}: allowed_imports"),
         functions=functions,
         kernels=kernels,
@@ -222,8 +256,11 @@ def load_task(folder: Path) -> TaskSpec:
         autotune_points=float(data.get("autotune_points", 0.0)),
         timeout_s={k: float(v) for k, v in (data.get("timeout_s") or {}).items()},
         wrong=wrong,
+        launch=launch,
     )
-    if task.entry not in task.functions:
+    if launch and task.entry != launch.kernel:
+        raise ConfigError(f"{where}: with launch, entry (if given) must be the launched kernel '{launch.kernel}'")
+    if not launch and task.entry not in task.functions:
         raise ConfigError(f"{where}: entry '{task.entry}' must be listed under functions")
     on_disk = {p.name for p in (folder / "wrong").glob("*.py")}
     if on_disk != set(wrong):

@@ -462,7 +462,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                    prepared.inputs_path(job.task),
                                    job.task.timeout_s.get(device) or cfg.timeout_s[device], benchmark_autotune,
                                    gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None,
-                                   fork_server=cfg.fork_server)
+                                   fork_server=cfg.fork_server, launch=launch_job(job.task))
                     futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
                     pending[n] += 1
             for job, _, _ in contexts:  # the oracle works (once per task) while the workers run
@@ -483,6 +483,14 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         return [results[n] for n in range(len(contexts))]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def launch_job(task: TaskSpec) -> dict | None:
+    """What a worker needs to launch a task's kernel itself (tasks with `launch` in task.yaml)."""
+    if task.launch is None:
+        return None
+    return {"kernel": task.launch.kernel, "grid": [list(axis) for axis in task.launch.grid],
+            "env": dict(task.launch.env), "outputs": len(task.outputs)}
 
 
 def visible_gpus() -> list[int]:

@@ -141,8 +141,9 @@ def _offsets(flat_positions: torch.Tensor, offset: int, n_span: int) -> str:
 # ------------------------------------------------------------------------------------------------- the checks
 
 
-def check_guards(rec: dict, name: str) -> str | None:
-    """Out-of-bounds writes: every element of the buffer outside the view must still be poison."""
+def check_guards(rec: dict, name: str, input: bool = False) -> str | None:
+    """Out-of-bounds writes: every element of the buffer outside the view must still be poison (the inputs' kind
+    of poison around an input)."""
     n, size, stride, offset = int(rec["n"]), tuple(rec["size"]), tuple(rec["stride"]), int(rec["offset"])
     n_span = guards.span(size, stride)
     if offset < 0 or offset + n_span > n:
@@ -151,7 +152,7 @@ def check_guards(rec: dict, name: str) -> str | None:
     n_view = 1 if not size else int(torch.tensor(size).prod())
     if not isinstance(values, torch.Tensor) or values.dim() != 1 or values.numel() != n - n_view:
         raise ValueError("the guard bands of a buffer have the wrong length")
-    changed = guards.bits_view(values) != guards.poison_bits(values.dtype)
+    changed = guards.bits_view(values) != guards.poison_bits(values.dtype, input)
     count = int(changed.sum())
     if not count:
         return None
@@ -226,14 +227,14 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
 
     # Out-of-bounds writes and changed inputs.
     inputs = run.get("inputs") or []
-    sent = [a for a in case.args if isinstance(a, torch.Tensor)]
+    sent = [a for a in case.args[:len(case.args) - n_buffers(task)] if isinstance(a, torch.Tensor)]
     sent += [v for v in case.kwargs.values() if isinstance(v, torch.Tensor)]
     if len(inputs) != len(sent):
         return ["the worker's record of the inputs does not match what was sent (garbled result)"]
     for rec, original, name in zip(inputs, sent, names):
         if list(rec["size"]) != list(original.shape) or rec["outside"].dtype != original.dtype:
             return ["the worker's record of the inputs does not match what was sent (garbled result)"]
-        msg = check_guards(rec, f"input {name}")
+        msg = check_guards(rec, f"input {name}", input=True)
         if msg:
             problems.append(msg)
         if rec.get("sha256") != case.digest(original):
@@ -297,8 +298,16 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
     return problems
 
 
+def n_buffers(task: TaskSpec) -> int:
+    """Output buffers at the end of a case's arguments: the harness makes them when it launches the kernel."""
+    return len(task.outputs) if task.launch else 0
+
+
 def input_names(task: TaskSpec, case: CaseData) -> list[str]:
-    params = [p for p in task.functions[task.entry] if not p.startswith("*")]
+    if task.launch:
+        params = task.kernels[task.launch.kernel].params
+    else:
+        params = [p for p in task.functions[task.entry] if not p.startswith("*")]
     names = [params[i] if i < len(params) else f"#{i}" for i, a in enumerate(case.args) if isinstance(a, torch.Tensor)]
     names += [k for k, v in case.kwargs.items() if isinstance(v, torch.Tensor)]
     return names

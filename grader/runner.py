@@ -64,6 +64,8 @@ class JobSpec:
     """Pin the worker to this GPU (CUDA_VISIBLE_DEVICES) when the machine has several."""
     fork_server: bool = True
     """Fork the worker from a server that has imported torch and triton already (grader/forkserver.py)."""
+    launch: dict | None = None
+    """For a task whose harness launches the kernel: {kernel, grid: [[size, block]...], env, outputs: count}."""
 
 
 def worker_env(device: str, gpu: int | None = None) -> dict[str, str]:
@@ -85,7 +87,7 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
     """One worker process over `cases` (indices into the inputs file), stopped at the time limit."""
     job = {"submission": str(spec.submission.resolve()), "entry": spec.entry, "kernels": spec.kernels,
            "device": spec.device, "inputs": str(spec.inputs.resolve()), "cases": cases,
-           "benchmark_autotune": spec.benchmark_autotune}
+           "benchmark_autotune": spec.benchmark_autotune, "launch": spec.launch}
     (jobdir / f"job-{run_id}.json").write_text(json.dumps(job))
     timeout_s = spec.timeout_s
     env = worker_env(spec.device, spec.gpu)
