@@ -102,11 +102,11 @@ class LaunchSpec:
     kernel: str
     grid: list[tuple[str, str]]
     """Per grid axis (size, block): cdiv(size, block), a name missing from the case counting as 1."""
+    tiles: list[tuple[str, str] | None] = field(default_factory=list)
+    """Per output dimension, the grid axis (its SIZE/BLOCK pair) whose programs walk it, or None: pictures label
+    the tiles with a problem with the program id that owns them."""
     env: dict[str, str] = field(default_factory=dict)
     """Environment of the worker (e.g. TRITON_F32_DEFAULT=ieee, so tl.dot on CUDA is as exact as the interpreter)."""
-
-    def grid_for(self, scalars: dict) -> tuple[int, ...]:
-        return tuple(-(-int(scalars.get(n, 1)) // int(scalars.get(b, 1))) for n, b in self.grid)
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,8 @@ class TaskSpec:
     autotune_points: float = 0.0
     timeout_s: dict[str, float] = field(default_factory=dict)
     wrong: dict[str, WrongSpec] = field(default_factory=dict)
+    pictures: bool = False
+    """Draw a PNG of the output for each failing case (grader/pictures.py)."""
     launch: LaunchSpec | None = None
     """Set when the harness launches `launch.kernel` itself (see LaunchSpec); `entry` is then that kernel."""
 
@@ -236,7 +238,13 @@ def load_task(folder: Path) -> TaskSpec:
             if len(parts) != 2 or not all(p.strip().isidentifier() for p in parts):
                 raise ConfigError(f"{lw}.grid: each axis is 'SIZE/BLOCK' (two names), got {axis!r}")
             grid.append((parts[0].strip(), parts[1].strip()))
-        launch = LaunchSpec(kernel=_need(raw, "kernel", lw, str), grid=grid,
+        tiles = []
+        for axis in raw.get("tiles") or []:
+            pair = tuple(p.strip() for p in str(axis).split("/"))
+            if axis is not None and pair not in grid:
+                raise ConfigError(f"{lw}.tiles: each entry is null or one of the grid's axes, got {axis!r}")
+            tiles.append(None if axis is None else pair)
+        launch = LaunchSpec(kernel=_need(raw, "kernel", lw, str), grid=grid, tiles=tiles,
                             env={str(k): str(v) for k, v in (raw.get("env") or {}).items()})
         if launch.kernel not in kernels:
             raise ConfigError(f"{lw}.kernel: '{launch.kernel}' must be listed under kernels")
@@ -257,6 +265,7 @@ def load_task(folder: Path) -> TaskSpec:
         timeout_s={k: float(v) for k, v in (data.get("timeout_s") or {}).items()},
         wrong=wrong,
         launch=launch,
+        pictures=bool(data.get("pictures", False)),
     )
     if launch and task.entry != launch.kernel:
         raise ConfigError(f"{where}: with launch, entry (if given) must be the launched kernel '{launch.kernel}'")

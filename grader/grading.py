@@ -147,6 +147,8 @@ class TestResult:
     max_points: float
     message: str
     staff: str = ""
+    picture: str = ""
+    """Where the picture of this failing test was saved (report.save_pictures), if it has one."""
 
 
 @dataclass
@@ -162,15 +164,20 @@ class TaskResult:
     submission_sha256: str
     graded_at: str
     staff: dict = field(default_factory=dict)
+    pictures: dict[str, bytes] = field(default_factory=dict)
+    """PNG per failing test, for tasks with `pictures: true`; report.save_pictures writes them."""
 
     def student_json(self) -> dict:
-        data = asdict(self)
+        data = self.staff_json()
         data.pop("staff")
-        data["tests"] = [{k: v for k, v in t.items() if k != "staff"} for t in data["tests"]]
+        data["tests"] = [{k: v for k, v in t.items() if k != "staff" and (k != "picture" or v)}
+                         for t in data["tests"]]
         return data
 
     def staff_json(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        data.pop("pictures")
+        return data
 
     @property
     def failed(self) -> list[str]:
@@ -343,7 +350,9 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
                       "worker_exit": "; ".join(f"{r.run_id}: {r.describe_exit()}" for r in runs),
                       "worker_seconds": round(max(r.seconds for r in runs), 2),
                       "workers": len(runs)})
+    pictures = {job.task.cases[i].id: v.picture for i, v in ctx._verdicts.items() if v.picture}
     return TaskResult(
+        pictures=pictures,
         task=job.task.id, student=job.student, submission=str(job.submission),
         score=round(sum(t.points for t in tests), 6), max_score=job.task.points, tests=tests, checks=checks,
         environment=env, submission_sha256=hashlib.sha256(data).hexdigest(),
