@@ -3,8 +3,8 @@
 import triton
 import triton.language as tl
 
-LOG2E = 1.4426950408889634
-CHUNK = 32  # keys per step (the original edition leaves this block size to the kernel)
+LOG2E = tl.constexpr(1.4426950408889634)
+CHUNK = tl.constexpr(32)  # keys per step (the original edition leaves this block size to the kernel)
 
 
 @triton.jit

@@ -3,9 +3,9 @@
 import triton
 import triton.language as tl
 
-FPINT = 8  # 4-bit weights per int32
-GROUP = 8  # weights per scale and shift
-CHUNK = 16  # reduction step: two whole int32 words and two whole groups
+FPINT = tl.constexpr(8)  # 4-bit weights per int32
+GROUP = tl.constexpr(8)  # weights per scale and shift
+CHUNK = tl.constexpr(16)  # reduction step: two whole int32 words and two whole groups
 
 
 @triton.jit

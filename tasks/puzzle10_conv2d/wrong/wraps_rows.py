@@ -3,7 +3,7 @@
 import triton
 import triton.language as tl
 
-BW = 16  # output columns per step
+BW = tl.constexpr(16)  # output columns per step
 
 
 @triton.jit
