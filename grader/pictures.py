@@ -124,6 +124,7 @@ def _render_matplotlib(name, title, full, n_top, n_grid, slice_rows, state, tile
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     h, w = full.shape
     rgb = torch.ones(h, w, 3)
@@ -135,6 +136,8 @@ def _render_matplotlib(name, title, full, n_top, n_grid, slice_rows, state, tile
     aspect = "equal" if 1 / 12 <= h / max(w, 1) <= 12 else "auto"
     ax.imshow(rgb.numpy(), interpolation="nearest", aspect=aspect, extent=(0, w, h, 0))
     ax.set_title(title, fontsize=9)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.axhline(n_top, color="black", linewidth=1.2)
     ax.axhline(n_top + n_grid, color="black", linewidth=1.2)
     if state.dim() >= 3:
