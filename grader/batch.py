@@ -118,7 +118,7 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
 
     results = grade(
         [Job(p.task, p.path, p.student) for p in planned], cfg, device, workers,
-        on_result=lambda r: show(report.summary(r) + "\n"),
+        on_result=lambda r: (report.save_pictures(r, out / r.student), show(report.summary(r) + "\n")),
     ) if planned else []
     for p, r in zip(planned, results):
         days = late_days(p.submitted_at, hw.deadline)

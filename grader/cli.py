@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     device = resolve_device(args.device or cfg.device)
 
-    def show(result: TaskResult) -> None:
+    def show(result: TaskResult, pictures: Path | None = None) -> None:
+        if pictures is not None:
+            report.save_pictures(result, pictures)
         print(report.summary(result, staff=args.staff), flush=True)
         print(flush=True)
 
@@ -78,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"no such file: {args.file}", file=sys.stderr)
             return 2
         job = Job(tasks[args.task], args.file, args.student or args.file.resolve().parent.name)
-        (result,) = grade_jobs([job], cfg, device, args.workers, on_result=show, backend=args.backend,
+        folder = args.json.parent if args.json else ROOT / cfg.results_dir / job.student
+        (result,) = grade_jobs([job], cfg, device, args.workers, on_result=partial(show, pictures=folder),
+                               backend=args.backend,
                                address=args.address)
         if args.json:
             report.write_json(result, args.json, args.json.with_suffix(".staff.json"))
@@ -97,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             print("no <task_id>.py files found", file=sys.stderr)
             return 2
         out = args.out or ROOT / cfg.results_dir
-        results = grade_jobs(jobs, cfg, device, args.workers, on_result=show, backend=args.backend,
+        results = grade_jobs(jobs, cfg, device, args.workers,
+                             on_result=lambda r: show(r, pictures=out / r.student), backend=args.backend,
                              address=args.address)
         totals: dict[str, list[float]] = {}
         for r in results:

@@ -94,6 +94,22 @@ class KernelSpec:
 
 
 @dataclass(frozen=True)
+class LaunchSpec:
+    """The harness launches the task's kernel itself (no wrapper function): pointers first, in the order the
+    oracle's generate_input returns the tensors (inputs, then one buffer per output, filled with poison), then the
+    case's sizes and block sizes as keyword arguments, only those the kernel declares."""
+
+    kernel: str
+    grid: list[tuple[str, str]]
+    """Per grid axis (size, block): cdiv(size, block), a name missing from the case counting as 1."""
+    tiles: list[tuple[str, str] | None] = field(default_factory=list)
+    """Per output dimension, the grid axis (its SIZE/BLOCK pair) whose programs walk it, or None: pictures label
+    the tiles with a problem with the program id that owns them."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment of the worker (e.g. TRITON_F32_DEFAULT=ieee, so tl.dot on CUDA is as exact as the interpreter)."""
+
+
+@dataclass(frozen=True)
 class WrongSpec:
     file: str
     why: str
@@ -125,6 +141,10 @@ class TaskSpec:
     wrong: dict[str, WrongSpec] = field(default_factory=dict)
     specialize: bool | None = None
     """Overrides config.yaml's grading.specialize for this task (a task that times kernels wants true)."""
+    pictures: bool = False
+    """Draw a PNG of the output for each failing case (grader/pictures.py)."""
+    launch: LaunchSpec | None = None
+    """Set when the harness launches `launch.kernel` itself (see LaunchSpec); `entry` is then that kernel."""
 
     @property
     def points(self) -> float:
@@ -210,11 +230,33 @@ def load_task(folder: Path) -> TaskSpec:
         fails = _need(spec, "fails", ww, list)
         wrong[file] = WrongSpec(file=file, why=str(spec.get("why", "")), fails=[str(p) for p in fails])
 
+    launch = None
+    if data.get("launch") is not None:
+        lw = f"{where}: launch"
+        raw = _need(data, "launch", where, dict)
+        grid = []
+        for axis in _need(raw, "grid", lw, list):
+            parts = str(axis).split("/")
+            if len(parts) != 2 or not all(p.strip().isidentifier() for p in parts):
+                raise ConfigError(f"{lw}.grid: each axis is 'SIZE/BLOCK' (two names), got {axis!r}")
+            grid.append((parts[0].strip(), parts[1].strip()))
+        tiles = []
+        for axis in raw.get("tiles") or []:
+            pair = tuple(p.strip() for p in str(axis).split("/"))
+            if axis is not None and pair not in grid:
+                raise ConfigError(f"{lw}.tiles: each entry is null or one of the grid's axes, got {axis!r}")
+            tiles.append(None if axis is None else pair)
+        launch = LaunchSpec(kernel=_need(raw, "kernel", lw, str), grid=grid, tiles=tiles,
+                            env={str(k): str(v) for k, v in (raw.get("env") or {}).items()})
+        if launch.kernel not in kernels:
+            raise ConfigError(f"{lw}.kernel: '{launch.kernel}' must be listed under kernels")
+    entry = launch.kernel if launch and "entry" not in data else _need(data, "entry", where, str)
+
     task = TaskSpec(
         id=task_id,
         title=_need(data, "title", where, str),
         folder=folder,
-        entry=_need(data, "entry", where, str),
+        entry=entry,
         allowed_imports=_params_list(_need(data, "allowed_imports", where), f"{where}: allowed_imports"),
         functions=functions,
         kernels=kernels,
@@ -225,8 +267,12 @@ def load_task(folder: Path) -> TaskSpec:
         timeout_s={k: float(v) for k, v in (data.get("timeout_s") or {}).items()},
         wrong=wrong,
         specialize=None if data.get("specialize") is None else bool(data["specialize"]),
+        launch=launch,
+        pictures=bool(data.get("pictures", False)),
     )
-    if task.entry not in task.functions:
+    if launch and task.entry != launch.kernel:
+        raise ConfigError(f"{where}: with launch, entry (if given) must be the launched kernel '{launch.kernel}'")
+    if not launch and task.entry not in task.functions:
         raise ConfigError(f"{where}: entry '{task.entry}' must be listed under functions")
     on_disk = {p.name for p in (folder / "wrong").glob("*.py")}
     if on_disk != set(wrong):

@@ -147,6 +147,8 @@ class TestResult:
     max_points: float
     message: str
     staff: str = ""
+    picture: str = ""
+    """Where the picture of this failing test was saved (report.save_pictures), if it has one."""
 
 
 @dataclass
@@ -162,15 +164,20 @@ class TaskResult:
     submission_sha256: str
     graded_at: str
     staff: dict = field(default_factory=dict)
+    pictures: dict[str, bytes] = field(default_factory=dict)
+    """PNG per failing test, for tasks with `pictures: true`; report.save_pictures writes them."""
 
     def student_json(self) -> dict:
-        data = asdict(self)
+        data = self.staff_json()
         data.pop("staff")
-        data["tests"] = [{k: v for k, v in t.items() if k != "staff"} for t in data["tests"]]
+        data["tests"] = [{k: v for k, v in t.items() if k != "staff" and (k != "picture" or v)}
+                         for t in data["tests"]]
         return data
 
     def staff_json(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        data.pop("pictures")
+        return data
 
     @property
     def failed(self) -> list[str]:
@@ -236,6 +243,8 @@ class GradingContext:
         # The configs must also work: points for autotuning go to a kernel that passes at least one case
         # under every one of its configs (each case runs every config).
         if self.task.cases and not any(self.case_verdict(i).ok for i in range(len(self.task.cases))):
+            if not seen:  # nothing to autotune: the test only asks for a working kernel
+                return judge.Verdict(False, "no case passes (this test needs at least one passing case)")
             return judge.Verdict(False, "; ".join(seen) + ", but no case passes under all of them "
                                  "(autotune points need a working autotuned kernel)")
         return judge.Verdict(True, "; ".join(seen) or "no kernel of this task must be autotuned")
@@ -343,7 +352,9 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
                       "worker_exit": "; ".join(f"{r.run_id}: {r.describe_exit()}" for r in runs),
                       "worker_seconds": round(max(r.seconds for r in runs), 2),
                       "workers": len(runs)})
+    pictures = {job.task.cases[i].id: v.picture for i, v in ctx._verdicts.items() if v.picture}
     return TaskResult(
+        pictures=pictures,
         task=job.task.id, student=job.student, submission=str(job.submission),
         score=round(sum(t.points for t in tests), 6), max_score=job.task.points, tests=tests, checks=checks,
         environment=env, submission_sha256=hashlib.sha256(data).hexdigest(),
@@ -486,7 +497,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                prepared.inputs_path(job.task),
                                job.task.timeout_s.get(device) or cfg.timeout_s[device], benchmark_autotune,
                                gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None,
-                               fork_server=cfg.fork_server, specialize=specialize[n])
+                               fork_server=cfg.fork_server, specialize=specialize[n],
+                               launch=launch_job(job.task))
                 futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
                 pending[n] += 1
             for job, _, _ in contexts:  # the oracle works (once per task) while the workers run
@@ -507,6 +519,14 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         return [results[n] for n in range(len(contexts))]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def launch_job(task: TaskSpec) -> dict | None:
+    """What a worker needs to launch a task's kernel itself (tasks with `launch` in task.yaml)."""
+    if task.launch is None:
+        return None
+    return {"kernel": task.launch.kernel, "grid": [list(axis) for axis in task.launch.grid],
+            "env": dict(task.launch.env), "outputs": len(task.outputs)}
 
 
 def visible_gpus() -> list[int]:

@@ -21,6 +21,15 @@ _FLOAT_POISON_BITS = {
     torch.float32: 0x7FC0_DEAD,
     torch.float64: 0x7FF8_0000_DEAD_BEEF,
 }
+# Around inputs, floats get another NaN payload: on the CPU, arithmetic on a NaN keeps its payload, so a kernel that
+# reads past an input and writes past an output (x + 10 over a whole block, say) would otherwise write the very
+# poison the output's guard band holds, and the write would go unseen (on CUDA the NaN is canonical and it is seen).
+_INPUT_FLOAT_POISON_BITS = {
+    torch.float16: 0x7E5B,
+    torch.bfloat16: 0x7FDB,
+    torch.float32: 0x7FC0_BEEF,
+    torch.float64: 0x7FF8_0000_BEEF_DEAD,
+}
 _INT_VIEW = {
     torch.float16: torch.int16,
     torch.bfloat16: torch.int16,
@@ -40,10 +49,10 @@ def bits_view(t: torch.Tensor) -> torch.Tensor:
     return t.view(_INT_VIEW[t.dtype]) if t.dtype in _INT_VIEW else t
 
 
-def poison_bits(dtype: torch.dtype) -> int:
-    """The poison value, as the integer that `bits_view` shows."""
+def poison_bits(dtype: torch.dtype, input: bool = False) -> int:
+    """The poison value, as the integer that `bits_view` shows (`input`: the poison around inputs)."""
     if dtype in _FLOAT_POISON_BITS:
-        bits = _FLOAT_POISON_BITS[dtype]
+        bits = (_INPUT_FLOAT_POISON_BITS if input else _FLOAT_POISON_BITS)[dtype]
         width = torch.finfo(dtype).bits
         return bits - (1 << width) if bits >= 1 << (width - 1) else bits  # as a signed integer
     if dtype == torch.bool:
@@ -51,8 +60,8 @@ def poison_bits(dtype: torch.dtype) -> int:
     return torch.iinfo(dtype).min
 
 
-def fill_poison(buf: torch.Tensor) -> torch.Tensor:
-    bits_view(buf).fill_(poison_bits(buf.dtype))
+def fill_poison(buf: torch.Tensor, input: bool = False) -> torch.Tensor:
+    bits_view(buf).fill_(poison_bits(buf.dtype, input))
     return buf
 
 
@@ -67,11 +76,11 @@ def guard_size(n_span: int) -> int:
     return max(MIN_GUARD, min(MAX_GUARD, n_span))
 
 
-def _guarded(size, stride, dtype, device, empty) -> tuple[torch.Tensor, torch.Tensor, int]:
+def _guarded(size, stride, dtype, device, empty, input: bool = False) -> tuple[torch.Tensor, torch.Tensor, int]:
     n_span = span(size, stride)
     guard = guard_size(n_span)
     buf = empty(n_span + 2 * guard, dtype=dtype, device=device)
-    fill_poison(buf)
+    fill_poison(buf, input)
     view = buf.as_strided(size, stride, guard)
     return buf, view, guard
 
@@ -85,9 +94,15 @@ def guarded_copy(t: torch.Tensor, device: str | torch.device, empty=torch.empty)
     size, stride = tuple(t.shape), t.stride()
     if any(s < 0 for s in stride):
         raise ValueError("negative strides are not supported")
-    buf, view, offset = _guarded(size, stride, t.dtype, device, empty)
+    buf, view, offset = _guarded(size, stride, t.dtype, device, empty, input=True)
     view.copy_(t.to(device))
     return buf, view, offset
+
+
+def guarded_empty(size: tuple[int, ...], dtype: torch.dtype, device, empty=torch.empty):
+    """A dense row-major view of `size`, full of poison, inside a poisoned buffer. Returns (buffer, view, offset)."""
+    stride = torch.empty(size, dtype=torch.int8, device="meta").stride()
+    return _guarded(size, stride, dtype, device, empty)
 
 
 def guarded_like(template: torch.Tensor, empty=torch.empty):

@@ -45,6 +45,8 @@ class Verdict:
     message: str = ""
     staff: str = ""
     """Tracebacks and logs: for staff only."""
+    picture: bytes | None = None
+    """PNG of the first failing output (tasks with `pictures: true`)."""
 
 
 @dataclass
@@ -141,8 +143,9 @@ def _offsets(flat_positions: torch.Tensor, offset: int, n_span: int) -> str:
 # ------------------------------------------------------------------------------------------------- the checks
 
 
-def check_guards(rec: dict, name: str) -> str | None:
-    """Out-of-bounds writes: every element of the buffer outside the view must still be poison."""
+def guard_damage(rec: dict, input: bool = False) -> tuple[torch.Tensor, int, int]:
+    """Buffer positions of the guard-band elements that are no longer poison (the inputs' kind of poison around an
+    input), with the view's offset and span."""
     n, size, stride, offset = int(rec["n"]), tuple(rec["size"]), tuple(rec["stride"]), int(rec["offset"])
     n_span = guards.span(size, stride)
     if offset < 0 or offset + n_span > n:
@@ -151,14 +154,21 @@ def check_guards(rec: dict, name: str) -> str | None:
     n_view = 1 if not size else int(torch.tensor(size).prod())
     if not isinstance(values, torch.Tensor) or values.dim() != 1 or values.numel() != n - n_view:
         raise ValueError("the guard bands of a buffer have the wrong length")
-    changed = guards.bits_view(values) != guards.poison_bits(values.dtype)
-    count = int(changed.sum())
-    if not count:
-        return None
+    changed = guards.bits_view(values) != guards.poison_bits(values.dtype, input)
+    if not bool(changed.any()):
+        return torch.zeros(0, dtype=torch.long), offset, n_span
     outside_pos = (~guards.region_mask(n, size, stride, offset)).nonzero().flatten()  # only when needed
-    where = _offsets(outside_pos[changed], offset, n_span)
-    return (f"out-of-bounds write: {count} element(s) around {name} ({str(values.dtype).replace('torch.', '')}, "
-            f"shape {list(size)}) were overwritten: {where}")
+    return outside_pos[changed], offset, n_span
+
+
+def check_guards(rec: dict, name: str, input: bool = False) -> str | None:
+    """Out-of-bounds writes: every element of the buffer outside the view must still be poison."""
+    positions, offset, n_span = guard_damage(rec, input)
+    if not positions.numel():
+        return None
+    where = _offsets(positions, offset, n_span)
+    return (f"out-of-bounds write: {positions.numel()} element(s) around {name} "
+            f"({str(rec['outside'].dtype).replace('torch.', '')}, shape {list(rec['size'])}) were overwritten: {where}")
 
 
 def _resolve_dtype(out: OutputSpec, args: list) -> torch.dtype:
@@ -167,11 +177,10 @@ def _resolve_dtype(out: OutputSpec, args: list) -> torch.dtype:
     return DTYPES[out.dtype]
 
 
-def compare_values(out: OutputSpec, got: torch.Tensor, ref: torch.Tensor) -> str | None:
-    """The value check of one output; None when it passes."""
+def bad_values(out: OutputSpec, got: torch.Tensor, ref: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """The elements that fail the value check of one output (a boolean mask), and the rule."""
     g = got.double()
     r = ref.double()
-    shape = tuple(got.shape)
     if out.compare == "exact":
         bad = ~((g == r) | (torch.isnan(g) & torch.isnan(r)))
         rule = "exact match"
@@ -183,6 +192,15 @@ def compare_values(out: OutputSpec, got: torch.Tensor, ref: torch.Tensor) -> str
     else:
         bad = ~((g - r).abs() <= out.atol + out.rtol * r.abs())
         rule = f"|got - expected| <= {out.atol:g} + {out.rtol:g} * |expected|"
+    return bad, rule
+
+
+def compare_values(out: OutputSpec, got: torch.Tensor, ref: torch.Tensor) -> str | None:
+    """The value check of one output; None when it passes."""
+    g = got.double()
+    r = ref.double()
+    shape = tuple(got.shape)
+    bad, rule = bad_values(out, got, ref)
     n = int(bad.sum())
     if not n:
         return None
@@ -226,14 +244,14 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
 
     # Out-of-bounds writes and changed inputs.
     inputs = run.get("inputs") or []
-    sent = [a for a in case.args if isinstance(a, torch.Tensor)]
+    sent = [a for a in case.args[:len(case.args) - n_buffers(task)] if isinstance(a, torch.Tensor)]
     sent += [v for v in case.kwargs.values() if isinstance(v, torch.Tensor)]
     if len(inputs) != len(sent):
         return ["the worker's record of the inputs does not match what was sent (garbled result)"]
     for rec, original, name in zip(inputs, sent, names):
         if list(rec["size"]) != list(original.shape) or rec["outside"].dtype != original.dtype:
             return ["the worker's record of the inputs does not match what was sent (garbled result)"]
-        msg = check_guards(rec, f"input {name}")
+        msg = check_guards(rec, f"input {name}", input=True)
         if msg:
             problems.append(msg)
         if rec.get("sha256") != case.digest(original):
@@ -297,8 +315,16 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
     return problems
 
 
+def n_buffers(task: TaskSpec) -> int:
+    """Output buffers at the end of a case's arguments: the harness makes them when it launches the kernel."""
+    return len(task.outputs) if task.launch else 0
+
+
 def input_names(task: TaskSpec, case: CaseData) -> list[str]:
-    params = [p for p in task.functions[task.entry] if not p.startswith("*")]
+    if task.launch:
+        params = task.kernels[task.launch.kernel].params
+    else:
+        params = [p for p in task.functions[task.entry] if not p.startswith("*")]
     names = [params[i] if i < len(params) else f"#{i}" for i, a in enumerate(case.args) if isinstance(a, torch.Tensor)]
     names += [k for k, v in case.kwargs.items() if isinstance(v, torch.Tensor)]
     return names
@@ -322,7 +348,7 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
         if problems:
             configs = run.get("configs") or {}
             label = "; ".join(f"{k} [{v}]" for k, v in configs.items()) or "the only configuration"
-            failing.append((label, problems))
+            failing.append((label, problems, run))
             if run.get("traceback"):
                 staff.append(run["traceback"])
     if not failing:
@@ -330,15 +356,66 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
         return Verdict(True, f"passed under {n} autotune config{'s' if n > 1 else ''}")
     lines = []
     first_problems = failing[0][1]
-    if len(failing) > 1 and all(p == first_problems for _, p in failing):
+    if len(failing) > 1 and all(p == first_problems for _, p, _ in failing):
         lines.append(f"under all {len(failing)} configs:")
         lines += [f"  - {p}" for p in first_problems]
     else:
-        for label, problems in failing[:3]:
+        for label, problems, _ in failing[:3]:
             lines.append(f"under config {label}:")
             lines += [f"  - {p}" for p in problems]
         if len(failing) > 3:
             lines.append(f"... and {len(failing) - 3} more failing config(s)")
     if len(failing) < len(runs):
         lines.append(f"({len(runs) - len(failing)} of {len(runs)} configs passed)")
-    return Verdict(False, "\n".join(lines), staff="\n\n".join(staff)[-20000:])
+    picture = None
+    if task.pictures:
+        try:
+            drawn = draw_run(task, case, failing[0][2])
+        except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
+            drawn, staff = None, [*staff, f"no picture: {type(exc).__name__}: {exc}"]
+        if drawn:
+            picture, pid_line = drawn
+            if pid_line:
+                lines.append(pid_line)
+    return Verdict(False, "\n".join(lines), staff="\n\n".join(staff)[-20000:], picture=picture)
+
+
+def tiles_of(task: TaskSpec, case: CaseData, ndim: int) -> list[tuple[int, int] | None] | None:
+    """Per output dimension, (block, grid axis) of the blocking that walks it, from task.yaml's launch.tiles."""
+    if not task.launch or not task.launch.tiles or len(task.launch.tiles) != ndim:
+        return None
+    tiles = []
+    for pair in task.launch.tiles:
+        if pair is None or pair not in task.launch.grid or pair[1] not in case.kwargs:
+            tiles.append(None)
+        else:
+            tiles.append((int(case.kwargs[pair[1]]), task.launch.grid.index(pair)))
+    return tiles
+
+
+def draw_run(task: TaskSpec, case: CaseData, run: dict) -> tuple[bytes, str] | None:
+    """A picture of the first output of a failing call that has wrong, unwritten or out-of-bounds elements."""
+    from grader import pictures
+
+    outputs = run.get("outputs")
+    if not isinstance(outputs, list) or len(outputs) != len(task.outputs):
+        return None
+    allocs = run.get("allocs") or []
+    for spec, got, ref in zip(task.outputs, outputs, case.expected):
+        if got.get("kind") != "tensor" or tuple(got["tensor"].shape) != tuple(ref.shape):
+            continue
+        t = got["tensor"]
+        poison = guards.bits_view(t) == guards.poison_bits(t.dtype)
+        bad, _ = bad_values(spec, t, ref)
+        state = pictures.classify(t, bad, poison)
+        before, after = [], []
+        alloc = got.get("alloc")
+        if isinstance(alloc, int) and 0 <= alloc < len(allocs):
+            positions, offset, n_span = guard_damage(allocs[alloc])
+            before = [int(p) - offset for p in positions if p < offset]
+            after = [int(p) - offset - n_span for p in positions if p >= offset + n_span]
+        if not (state != pictures.OK).any() and not before and not after:
+            continue
+        title = f"{task.id} / {case.id}: {spec.name} {list(t.shape)}"
+        return pictures.render(spec.name, title, state, before, after, tiles_of(task, case, t.dim()))
+    return None

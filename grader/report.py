@@ -28,6 +28,8 @@ def summary(result: TaskResult, staff: bool = False) -> str:
         lines.append(head if mark == "PASS" else f"{head}  {first}")
         if mark != "PASS":
             lines += [f"{'':50}{r}" for r in rest[:20]]
+        if t.picture:
+            lines.append(f"{'':50}picture: {t.picture}")
         if staff and t.staff:
             lines += [f"{'':8}| {r}" for r in t.staff.splitlines()[-30:]]
     shrunk = env.get("smaller_on_cpu") or {}
@@ -39,6 +41,17 @@ def summary(result: TaskResult, staff: bool = False) -> str:
         lines.append(f"  worker: {result.staff.get('worker_exit', 'not started')}, "
                      f"{result.staff.get('worker_seconds', 0)} s")
     return "\n".join(lines)
+
+
+def save_pictures(result: TaskResult, folder: Path) -> None:
+    """Write each failing test's picture as `folder/<task>.<test>.png` and name it in the test's result."""
+    for test in result.tests:
+        png = result.pictures.get(test.name)
+        if png:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{result.task}.{test.name}.png"
+            path.write_bytes(png)
+            test.picture = str(path)
 
 
 def write_json(result: TaskResult, path: Path, staff_path: Path | None = None) -> None:

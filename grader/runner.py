@@ -66,6 +66,8 @@ class JobSpec:
     """Fork the worker from a server that has imported torch and triton already (grader/forkserver.py)."""
     specialize: bool = True
     """Let Triton specialize the kernels on integer divisibility and alignment (config.yaml: grading.specialize)."""
+    launch: dict | None = None
+    """For a task whose harness launches the kernel: {kernel, grid: [[size, block]...], env, outputs: count}."""
 
 
 def worker_env(device: str, gpu: int | None = None) -> dict[str, str]:
@@ -87,7 +89,7 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
     """One worker process over `cases` (indices into the inputs file), stopped at the time limit."""
     job = {"submission": str(spec.submission.resolve()), "entry": spec.entry, "kernels": spec.kernels,
            "device": spec.device, "inputs": str(spec.inputs.resolve()), "cases": cases,
-           "benchmark_autotune": spec.benchmark_autotune, "specialize": spec.specialize}
+           "benchmark_autotune": spec.benchmark_autotune, "specialize": spec.specialize, "launch": spec.launch}
     (jobdir / f"job-{run_id}.json").write_text(json.dumps(job))
     timeout_s = spec.timeout_s
     env = worker_env(spec.device, spec.gpu)

@@ -237,6 +237,46 @@ def _to_cpu(t: torch.Tensor) -> torch.Tensor:
     return t.detach().to("cpu").clone()
 
 
+class Launcher:
+    """The entry of a task whose harness launches the kernel (task.yaml `launch`), as the Triton Puzzles notebook
+    does: `kernel[grid](*pointers, **sizes_and_blocks)`. Only the keyword arguments the kernel declares are passed,
+    so kernels of either edition of the puzzles (the Lite one adds block sizes such as B1 or B_MID) run unchanged.
+    The output buffers are the last `n_outputs` tensors of a case: made here, inside guard bands, full of poison."""
+
+    def __init__(self, kernel, spec: dict) -> None:
+        if kernel is None:
+            raise AttributeError(f"the submission defines no kernel {spec['kernel']}")
+        self.kernel, self.grid, self.n_outputs = kernel, [tuple(a) for a in spec["grid"]], int(spec["outputs"])
+        self.params = kernel_params(kernel)
+
+    def outputs(self, templates: list, device: str, inst: Instruments) -> list:
+        views = []
+        for t in templates:
+            buf, view, offset = guards.guarded_empty(tuple(t.shape), t.dtype, device, empty=inst._orig_empty)
+            inst.allocs.append((buf, view, offset))
+            views.append(view)
+        return views
+
+    def __call__(self, *pointers, **scalars):
+        grid = tuple(-(-int(scalars.get(n, 1)) // int(scalars.get(b, 1))) for n, b in self.grid)
+        passed = {k: v for k, v in scalars.items() if self.params is None or k in self.params}
+        self.kernel[grid](*pointers, **passed)
+        return tuple(pointers[len(pointers) - self.n_outputs:])
+
+
+def kernel_params(kernel) -> set[str] | None:
+    """The parameter names a (possibly autotuned) kernel declares; None if they cannot be found."""
+    import inspect
+
+    for link in _kernel_chain(kernel):
+        names = getattr(link, "arg_names", None)
+        if names:
+            return set(names)
+        if inspect.isfunction(link):
+            return set(inspect.signature(link).parameters)
+    return None
+
+
 def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, config_index: int) -> dict:
     """One call of the entry on fresh guarded inputs, under one forced autotune config."""
     record: dict = {"config_index": config_index, "configs": {}, "error": None}
@@ -255,10 +295,13 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
         inputs.append(guards.guarded_copy(value, device))
         return inputs[-1][1]
 
-    args = [place(v) for v in case["args"]]
+    n_out = entry.n_outputs if isinstance(entry, Launcher) else 0
+    args = [place(v) for v in case["args"][:len(case["args"]) - n_out]]
     kwargs = {k: place(v) for k, v in case["kwargs"].items()}
 
     inst.reset()
+    if n_out:
+        args += entry.outputs(case["args"][len(case["args"]) - n_out:], device, inst)
     start = time.perf_counter()
     result = None
     inst.active = True
@@ -335,13 +378,16 @@ def main(jobdir: Path, run_id: str) -> int:
             patch_interpreter_libdevice()
         inst = Instruments()
         inst.path = path
+        os.environ.update((job.get("launch") or {}).get("env") or {})
         cases = torch.load(job["inputs"], weights_only=True)
         spec = importlib.util.spec_from_file_location("submission", path)
         module = importlib.util.module_from_spec(spec)
         sys.modules["submission"] = module
         spec.loader.exec_module(module)
         entry = getattr(module, job["entry"], None)
-        if not callable(entry):
+        if job.get("launch"):
+            entry = Launcher(entry, job["launch"])
+        elif not callable(entry):
             raise AttributeError(f"the submission defines no function {job['entry']}")
         load["kernels"] = {name: describe_kernel(getattr(module, name, None)) for name in job["kernels"]}
         tuners = [(t, list(t.configs)) for t in find_autotuners(module)]

@@ -43,8 +43,8 @@ def test_guard_check_reports_writes_into_gaps():
     base = torch.zeros(4, 8)
     buf, view, off = guards.guarded_copy(base[:, :5], "cpu")
     buf[off + 6] = 0.0  # row 0, column 6: inside the span but not part of the view
-    msg = judge.check_guards(_record(buf, view, off), "x")
-    assert "gaps between the rows" in msg
+    msg = judge.check_guards(_record(buf, view, off), "x", input=True)
+    assert "1 element(s) around x" in msg and "gaps between the rows" in msg
 
 
 def test_guard_record_sends_bands_and_a_digest_not_the_view():

@@ -1,0 +1,18 @@
+"""Puzzle 5: z[j, i] = relu(x[i] * y[j]), over a 2-D grid of blocks."""
+
+import torch
+
+from reference._puzzles import as_double, notebook_inputs
+
+
+def spec(x, y):
+    return torch.relu(x[None, :] * y[:, None])
+
+
+def generate_input(seed: int = 0, **scalars):
+    n0, n1 = scalars["N0"], scalars["N1"]
+    return notebook_inputs([([n0], "float32"), ([n1], "float32")], [n1, n0], seed), scalars
+
+
+def ref_kernel(args, kwargs):
+    return (spec(*as_double(args)),)
