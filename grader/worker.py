@@ -154,6 +154,33 @@ def patch_interpreter_libdevice() -> None:
             setattr(mod, name, fn)
 
 
+def patch_interpreter_scalars() -> None:
+    """Let a scalar argument serve as an index (`range(0, n, BLOCK)`) whatever NumPy's version. The interpreter
+    holds a scalar as a one-element array; triton 3.6 turns it into an int with `int(array)`, which NumPy 2.5
+    refuses for arrays of one dimension ("only 0-dimensional arrays can be converted"), so every kernel that
+    loops to a runtime bound failed on the CPU there. Triton 3.9 squeezes the array first, as this does."""
+    from triton.runtime import interpreter
+
+    original = getattr(interpreter, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "_grader_patched", False):
+        return
+
+    def index(self):
+        return int(self.handle.data.reshape(-1)[0]) if self.handle.data.size == 1 else int(self.handle.data)
+
+    def patched(tensor, *args, **kwargs):
+        result = original(tensor, *args, **kwargs)
+        scope = next((a for a in args if hasattr(a, "set_attr")), None)
+        if scope is not None:
+            scope.set_attr(tensor, "__index__", index)
+        else:
+            tensor.__index__ = index
+        return result
+
+    patched._grader_patched = True
+    interpreter._patch_lang_tensor = patched
+
+
 _NP_NAMES = {"fp16": "float16", "fp32": "float32", "fp64": "float64", "int8": "int8", "int16": "int16",
              "int32": "int32", "int64": "int64", "uint8": "uint8", "int1": "bool"}
 
@@ -376,6 +403,7 @@ def main(jobdir: Path, run_id: str) -> int:
         load["environment"] = environment(device)
         if device == "cpu":
             patch_interpreter_libdevice()
+            patch_interpreter_scalars()
         inst = Instruments()
         inst.path = path
         os.environ.update((job.get("launch") or {}).get("env") or {})
