@@ -64,6 +64,8 @@ class JobSpec:
     """Pin the worker to this GPU (CUDA_VISIBLE_DEVICES) when the machine has several."""
     fork_server: bool = True
     """Fork the worker from a server that has imported torch and triton already (grader/forkserver.py)."""
+    perf: list[dict] = field(default_factory=list)
+    """Speed tests to time after the cases: {index, test, case, baseline, warmup, reps} (grader/worker.py)."""
 
 
 def worker_env(device: str, gpu: int | None = None) -> dict[str, str]:
@@ -85,7 +87,7 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
     """One worker process over `cases` (indices into the inputs file), stopped at the time limit."""
     job = {"submission": str(spec.submission.resolve()), "entry": spec.entry, "kernels": spec.kernels,
            "device": spec.device, "inputs": str(spec.inputs.resolve()), "cases": cases,
-           "benchmark_autotune": spec.benchmark_autotune}
+           "benchmark_autotune": spec.benchmark_autotune, "perf": spec.perf}
     (jobdir / f"job-{run_id}.json").write_text(json.dumps(job))
     timeout_s = spec.timeout_s
     env = worker_env(spec.device, spec.gpu)
@@ -217,6 +219,8 @@ crashed. A hang is not restarted: it would cost another full time limit."""
 
 def run_shard(jobdir: Path, shard: int, spec: JobSpec, cases: list[int]) -> list[WorkerRun]:
     """Run `cases` in one worker, and in a new one after each crash. Writes crash-<i>.json for a crashed case."""
+    if spec.perf and not cases:  # a timing shard: one worker, never restarted (a crash fails its tests)
+        return [run_worker(jobdir, f"{shard}-0", spec, [])]
     runs: list[WorkerRun] = []
     remaining = list(cases)
     while remaining:
