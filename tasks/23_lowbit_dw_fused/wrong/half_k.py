@@ -9,12 +9,12 @@ GROUP = 256
 
 @triton.autotune(
     configs=[
-        # Output tiles BLOCK_M (COUT) x BLOCK_N (CIN; a divisor of 256, so a tile never straddles two groups),
-        # BLOCK_K tokens per step, SPLIT programs sharing the reduction over K per output tile.
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT": 8}, num_warps=8, num_stages=3),
+        # Output tiles of dW^T: BLOCK_N (CIN; divides 256, so a tile never straddles two groups) x BLOCK_M (COUT),
+        # BLOCK_K tokens per step, SPLIT programs sharing the reduction over K of each tile.
         triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT": 16}, num_warps=8, num_stages=3),
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "SPLIT": 16}, num_warps=8, num_stages=3),
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128, "SPLIT": 32}, num_warps=8, num_stages=3),
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT": 8}, num_warps=8, num_stages=3),
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT": 4}, num_warps=8, num_stages=3),
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "SPLIT": 8}, num_warps=4, num_stages=3),
     ],
     key=["K", "CIN", "COUT"],
     reset_to_zero=["dw_ptr"],  # the kernel adds into dW: the autotuner's trial runs must start from zeros
@@ -22,50 +22,58 @@ GROUP = 256
 @triton.jit
 def _dw_fused_kernel(dy_ptr, p_ptr, s_ptr, m_ptr, dw_ptr, K, CIN, COUT, BITS: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr):
+    # The product is computed transposed, dW^T[CIN, COUT] = X_hat^T @ dY, so that the dequantized tile is the
+    # left operand (on Hopper the tensor cores take the left operand from registers; only dY goes through shared
+    # memory) and dY is read in its natural row-major layout.
     VPW: tl.constexpr = 32 // BITS
     NWORDS: tl.constexpr = 256 // VPW
     QMAX: tl.constexpr = (1 << BITS) - 1
+    TILE_WORDS: tl.constexpr = BLOCK_N // VPW  # packed words per token in this tile's BLOCK_N columns
     G = (CIN + 255) // 256
     pid_tile = tl.program_id(0)
     pid_k = tl.program_id(1)
-    n_tiles_n = tl.cdiv(CIN, BLOCK_N)
-    pid_m = pid_tile // n_tiles_n
-    pid_n = pid_tile % n_tiles_n
+    n_tiles_m = tl.cdiv(COUT, BLOCK_M)
+    pid_n = pid_tile // n_tiles_m
+    pid_m = pid_tile % n_tiles_m
 
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # output rows: columns of dY
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # output columns: columns of X
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # dW rows: columns of dY
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # dW columns: columns of X
     offs_k = tl.arange(0, BLOCK_K)
+    offs_w = tl.arange(0, TILE_WORDS)
+    shifts = tl.arange(0, VPW) * BITS
     mask_m = offs_m < COUT
     mask_n = offs_n < CIN
-
-    # Where column n of X lives in the packed format: group g (the same for the whole tile), word w, bit shift.
+    # The tile's columns are group g, words first_word .. first_word + TILE_WORDS - 1 of it.
     g = (pid_n * BLOCK_N) // 256
-    word = (offs_n % 256) // VPW
-    shift = (offs_n % VPW) * BITS
+    first_word = ((pid_n * BLOCK_N) % 256) // VPW
 
     # This program's share of the tokens: a whole number of BLOCK_K steps.
     chunk = tl.cdiv(tl.cdiv(K, SPLIT), BLOCK_K) * BLOCK_K
     k_start = pid_k * chunk
     k_end = tl.minimum(k_start + chunk, K)
 
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     for k0 in range(k_start, k_end, 2 * BLOCK_K):
         ks = k0 + offs_k
         mask_k = (ks < k_end) & (ks % 2 == 0)
-        # dY^T tile [BLOCK_M, BLOCK_K]: dY is [K, COUT] row-major, so dY^T[m, k] sits at k * COUT + m.
-        a = tl.load(dy_ptr + ks[None, :].to(tl.int64) * COUT + offs_m[:, None],
-                    mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-        # X_hat tile [BLOCK_K, BLOCK_N], unpacked and dequantized in registers (never written to memory).
-        grp = ks.to(tl.int64) * G + g  # group index of (token, g)
-        words = tl.load(p_ptr + grp[:, None] * NWORDS + word[None, :], mask=mask_k[:, None], other=0)
-        q = (words >> shift[None, :]) & QMAX
+        b = tl.load(dy_ptr + ks[:, None] * COUT + offs_m[None, :], mask=mask_k[:, None] & mask_m[None, :],
+                    other=0.0)  # dY tile [BLOCK_K, BLOCK_M]
+        grp = ks * G + g  # the group of (token, g)
         s = tl.load(s_ptr + grp, mask=mask_k, other=0.0).to(tl.float32)
         mn = tl.load(m_ptr + grp, mask=mask_k, other=0.0).to(tl.float32)
-        x_hat = (q.to(tl.float32) * s[:, None] + mn[:, None]).to(dy_ptr.dtype.element_ty)
-        acc = tl.dot(a, x_hat, acc)  # bf16 (fp16) operands, fp32 accumulation
+        # Each word once, [TILE_WORDS, BLOCK_K]; then its VPW codes, [TILE_WORDS, VPW, BLOCK_K] -> [BLOCK_N, BLOCK_K]
+        # (column w * VPW + j of the tile is code j of word w).
+        words = tl.load(p_ptr + grp[None, :] * NWORDS + first_word + offs_w[:, None], mask=mask_k[None, :],
+                        other=0)
+        q = (words[:, None, :] >> shifts[None, :, None]) & QMAX
+        # int -> float32 without the (quarter-rate) conversion instruction: the bits of 2^23 + q, minus 2^23.
+        qf = (q | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
+        qf = tl.reshape(qf, (BLOCK_N, BLOCK_K))
+        x_hat_t = (qf * s[None, :] + mn[None, :]).to(dy_ptr.dtype.element_ty)  # X_hat^T, rounded as the format says
+        acc = tl.dot(x_hat_t, b, acc)  # bf16 (fp16) operands, fp32 accumulation
 
-    dw_ptrs = dw_ptr + offs_m[:, None] * CIN + offs_n[None, :]
-    tl.atomic_add(dw_ptrs, acc, mask=mask_m[:, None] & mask_n[None, :])  # the SPLIT partial sums meet here
+    # acc[n, m] is dW[m, n]; the SPLIT partial sums of a tile meet in dW through atomic adds.
+    tl.atomic_add(dw_ptr + offs_m[None, :] * CIN + offs_n[:, None], acc, mask=mask_n[:, None] & mask_m[None, :])
 
 
 def dw_from_packed(dy: torch.Tensor, p: torch.Tensor, s: torch.Tensor, m: torch.Tensor, *, cin: int,
@@ -80,7 +88,7 @@ def dw_from_packed(dy: torch.Tensor, p: torch.Tensor, s: torch.Tensor, m: torch.
     assert s.dtype == dy.dtype and m.dtype == dy.dtype, "s and m must have dy's dtype"
 
     dw = torch.zeros((COUT, cin), dtype=torch.float32, device=dy.device)
-    grid = lambda meta: (triton.cdiv(COUT, meta["BLOCK_M"]) * triton.cdiv(cin, meta["BLOCK_N"]),  # noqa: E731
+    grid = lambda meta: (triton.cdiv(cin, meta["BLOCK_N"]) * triton.cdiv(COUT, meta["BLOCK_M"]),  # noqa: E731
                          meta["SPLIT"])
     _dw_fused_kernel[grid](dy, p, s, m, dw, K, cin, COUT, BITS=bits)
     return dw
