@@ -21,6 +21,7 @@ DEVICES = ("cuda", "cpu")
 GATES = ("imports", "signatures")
 AUTOTUNE_TEST = "autotune"
 CASE_RESERVED_KEYS = {"id", "points", "cpu"}
+PERF_KEYS = {"baseline", "threshold", "devices", "warmup", "reps", "tests"}
 
 
 class ConfigError(ValueError):
@@ -125,6 +126,27 @@ class WrongSpec:
 
 
 @dataclass(frozen=True)
+class PerfTest:
+    """A speed test: the submission against a staff baseline on one case's inputs, timed in the same worker.
+
+    It passes when the case passes, the timed calls' outputs are right, and baseline / submission >= threshold
+    (medians). It runs only on `devices`; elsewhere it is reported as not run, with 0 of 0 points."""
+
+    id: str
+    points: float
+    case: str
+    """The case whose inputs are timed; its correctness test must pass too."""
+    baseline: str
+    """A file in the task folder defining the same entry function (staff code, trusted)."""
+    threshold: float = 1.0
+    devices: tuple[str, ...] = ("cuda",)
+    warmup: int = 10
+    """Untimed calls of each side first (compilation, autotuning)."""
+    reps: int = 50
+    """Timed calls of each side, interleaved; the verdict uses the medians."""
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     id: str
     title: str
@@ -140,22 +162,35 @@ class TaskSpec:
     timeout_s: dict[str, float] = field(default_factory=dict)
     wrong: dict[str, WrongSpec] = field(default_factory=dict)
     specialize: bool | None = None
-    """Overrides config.yaml's grading.specialize for this task (a task that times kernels wants true)."""
+    """Overrides config.yaml's grading.specialize for this task's cases (speed tests always specialize)."""
     pictures: bool = False
     """Draw a PNG of the output for each failing case (grader/pictures.py)."""
     launch: LaunchSpec | None = None
     """Set when the harness launches `launch.kernel` itself (see LaunchSpec); `entry` is then that kernel."""
+    perf: list[PerfTest] = field(default_factory=list)
 
     @property
     def points(self) -> float:
-        return round(self.autotune_points + sum(c.points for c in self.cases), 6)
+        """The task's points where every test runs (what config.yaml states)."""
+        return round(self.autotune_points + sum(c.points for c in self.cases) + sum(p.points for p in self.perf), 6)
+
+    def points_on(self, device: str) -> float:
+        """The most a submission can earn on `device`: tests not run there count neither way."""
+        return round(sum(self.test_points(device).values()), 6)
 
     @property
     def test_names(self) -> list[str]:
-        return [*GATES, AUTOTUNE_TEST, *(c.id for c in self.cases)]
+        return [*GATES, AUTOTUNE_TEST, *(c.id for c in self.cases), *(p.id for p in self.perf)]
 
-    def test_points(self) -> dict[str, float]:
-        return {**{g: 0.0 for g in GATES}, AUTOTUNE_TEST: self.autotune_points, **{c.id: c.points for c in self.cases}}
+    def not_run_on(self, device: str) -> set[str]:
+        """Tests that are reported as not run on `device` (speed tests outside their devices)."""
+        return {p.id for p in self.perf if device not in p.devices}
+
+    def test_points(self, device: str | None = None) -> dict[str, float]:
+        """Points per test; with a device, 0 for the tests not run there."""
+        skip = self.not_run_on(device) if device else set()
+        return {**{g: 0.0 for g in GATES}, AUTOTUNE_TEST: self.autotune_points, **{c.id: c.points for c in self.cases},
+                **{p.id: 0.0 if p.id in skip else p.points for p in self.perf}}
 
     @property
     def autotuned_kernels(self) -> list[KernelSpec]:
@@ -251,6 +286,7 @@ def load_task(folder: Path) -> TaskSpec:
         if launch.kernel not in kernels:
             raise ConfigError(f"{lw}.kernel: '{launch.kernel}' must be listed under kernels")
     entry = launch.kernel if launch and "entry" not in data else _need(data, "entry", where, str)
+    perf = _load_perf(data.get("perf"), folder, where, seen)
 
     task = TaskSpec(
         id=task_id,
@@ -269,6 +305,7 @@ def load_task(folder: Path) -> TaskSpec:
         specialize=None if data.get("specialize") is None else bool(data["specialize"]),
         launch=launch,
         pictures=bool(data.get("pictures", False)),
+        perf=perf,
     )
     if launch and task.entry != launch.kernel:
         raise ConfigError(f"{where}: with launch, entry (if given) must be the launched kernel '{launch.kernel}'")
@@ -281,6 +318,41 @@ def load_task(folder: Path) -> TaskSpec:
             f"(undescribed: {sorted(on_disk - set(wrong))}, missing: {sorted(set(wrong) - on_disk)})"
         )
     return task
+
+
+def _load_perf(raw: Any, folder: Path, where: str, case_ids: set[str]) -> list[PerfTest]:
+    """The `perf` block: shared settings (baseline, threshold, devices, warmup, reps) and its tests."""
+    if raw is None:
+        return []
+    pw = f"{where}: perf"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{pw}: must be a mapping")
+    unknown = set(raw) - PERF_KEYS
+    if unknown:
+        raise ConfigError(f"{pw}: unknown key(s) {sorted(unknown)}; known: {sorted(PERF_KEYS)}")
+    baseline = _need(raw, "baseline", pw, str)
+    if "/" in baseline or not (folder / baseline).is_file():
+        raise ConfigError(f"{pw}.baseline: no file {baseline!r} in {folder}")
+    threshold = float(_need(raw, "threshold", pw, (int, float)))
+    devices = tuple(raw.get("devices") or ("cuda",))
+    if not set(devices) <= set(DEVICES):
+        raise ConfigError(f"{pw}.devices: must be a list of {' / '.join(DEVICES)}, got {list(devices)}")
+    warmup, reps = int(raw.get("warmup", 10)), int(raw.get("reps", 50))
+    if warmup < 1 or reps < 5:
+        raise ConfigError(f"{pw}: warmup must be >= 1 and reps >= 5 (a median of a few runs is noise)")
+    tests, seen = [], set()
+    for i, t in enumerate(_need(raw, "tests", pw, list)):
+        tw = f"{pw}.tests[{i}]"
+        test_id = _need(t, "id", tw, str)
+        if test_id in seen or test_id in case_ids or test_id in (*GATES, AUTOTUNE_TEST):
+            raise ConfigError(f"{tw}: duplicate or reserved test id '{test_id}'")
+        case = _need(t, "case", tw, str)
+        if case not in case_ids:
+            raise ConfigError(f"{tw}: case '{case}' is not one of the task's cases")
+        seen.add(test_id)
+        tests.append(PerfTest(id=test_id, points=float(_need(t, "points", tw, (int, float))), case=case,
+                              baseline=baseline, threshold=threshold, devices=devices, warmup=warmup, reps=reps))
+    return tests
 
 
 def discover_tasks(root: Path = ROOT) -> tuple[dict[str, TaskSpec], dict[str, str]]:

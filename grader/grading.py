@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -181,7 +181,11 @@ class TaskResult:
 
     @property
     def failed(self) -> list[str]:
-        return [t.name for t in self.tests if t.outcome != Outcome.PASSED.label]
+        return [t.name for t in self.tests if t.outcome not in (Outcome.PASSED.label, Outcome.NOT_RUN.label)]
+
+    @property
+    def not_run(self) -> list[str]:
+        return [t.name for t in self.tests if t.outcome == Outcome.NOT_RUN.label]
 
 
 @dataclass
@@ -264,6 +268,16 @@ class GradingContext:
         return judge.judge_case(self.task, index, self.cases[index], self.results, self.device)
 
 
+    def perf_verdict(self, index: int) -> judge.Verdict:
+        why = self._not_run()
+        if why:
+            return judge.Verdict(False, why)
+        test = self.task.perf[index]
+        case_index = next(i for i, c in enumerate(self.task.cases) if c.id == test.case)
+        return judge.judge_perf(self.task, index, self.cases[case_index], self.case_verdict(case_index),
+                                self.results)
+
+
 class _SuitePlugin:
     def __init__(self, ctx: GradingContext) -> None:
         self.ctx = ctx
@@ -278,6 +292,9 @@ class _SuitePlugin:
         if "case_index" in metafunc.fixturenames:
             cases = self.ctx.task.cases
             metafunc.parametrize("case_index", range(len(cases)), ids=[c.id for c in cases])
+        if "perf_index" in metafunc.fixturenames:
+            perf = self.ctx.task.perf
+            metafunc.parametrize("perf_index", range(len(perf)), ids=[p.id for p in perf])
 
 
 def _test_name(nodeid: str) -> str:
@@ -312,7 +329,7 @@ def run_suite(ctx: GradingContext, workdir: Path) -> tuple[dict[str, dict], str]
 def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest_out: str,
                  runs: list[WorkerRun]) -> TaskResult:
     tests = []
-    points = job.task.test_points()
+    points = job.task.test_points(ctx.device)
     for name in job.task.test_names:
         entry = entries.get(name)
         max_points = points[name]
@@ -325,6 +342,8 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         message = meta.get("message")
         staff = meta.get("staff", "")
         outcome = Outcome.PASSED if passed else Outcome.FAILED
+        if entry.get("outcome") == "skipped" and name in job.task.not_run_on(ctx.device):
+            outcome = Outcome.NOT_RUN  # only a test the task says is not run here; any other skip fails
         if message is None:  # the judge itself raised: students get a short line, staff the traceback
             outcome = Outcome.ERROR
             message = "internal grader error while judging this test (staff see the traceback)"
@@ -356,7 +375,8 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
     return TaskResult(
         pictures=pictures,
         task=job.task.id, student=job.student, submission=str(job.submission),
-        score=round(sum(t.points for t in tests), 6), max_score=job.task.points, tests=tests, checks=checks,
+        score=round(sum(t.points for t in tests), 6), max_score=job.task.points_on(ctx.device), tests=tests,
+        checks=checks,
         environment=env, submission_sha256=hashlib.sha256(data).hexdigest(),
         graded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), staff=staff,
     )
@@ -486,6 +506,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
 
         gpus = visible_gpus() if device == "cuda" else []
         progress = Progress(len(contexts))
+        timing: list[tuple[int, JobSpec]] = []
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = {}
             # The heaviest shards start first, so none is left to start late on its own (longest job first).
@@ -501,6 +522,15 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                launch=launch_job(job.task))
                 futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
                 pending[n] += 1
+                if k:
+                    continue
+                perf = [{"index": i, "test": p.id, "case": next(j for j, c in enumerate(job.task.cases)
+                                                                if c.id == p.case),
+                         "baseline": _portable(job.task.folder / p.baseline), "warmup": p.warmup,
+                         "reps": p.reps} for i, p in enumerate(job.task.perf) if device in p.devices]
+                if perf:  # one timing worker per job, after every case (see below), compiling as Triton does
+                    timing.append((n, replace(spec, gpu=None, perf=perf, specialize=True)))
+                    pending[n] += 1
             for job, _, _ in contexts:  # the oracle works (once per task) while the workers run
                 prepared.answer(job.task)
             for n in range(len(contexts)):
@@ -513,6 +543,14 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 if not pending[n]:
                     finish(n)
                 drain(block=False)
+        # Speed tests run last, one worker at a time, with nothing else on the device: a timing taken beside
+        # other workers' kernels would measure them too.
+        for n, spec in timing:
+            runs[n] += shard_runner(contexts[n][1], len(plan[n]), spec, [])
+            pending[n] -= 1
+            if not pending[n]:
+                finish(n)
+            drain(block=False)
         drain(block=True)
         if judge_pool is not None:
             judge_pool.shutdown()
@@ -527,6 +565,12 @@ def launch_job(task: TaskSpec) -> dict | None:
         return None
     return {"kernel": task.launch.kernel, "grid": [list(axis) for axis in task.launch.grid],
             "env": dict(task.launch.env), "outputs": len(task.outputs)}
+
+
+def _portable(path: Path) -> str:
+    """A path under the repository as relative to it (a Ray node has the repository elsewhere), else absolute."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def visible_gpus() -> list[int]:

@@ -105,6 +105,26 @@ class WorkerResults:
         return None, f"not run: {run.describe_exit()} before any case started"
 
 
+    def perf_record(self, index: int, test_id: str) -> tuple[dict | None, str]:
+        """The timing record of speed test `index`, or None and the reason it is missing."""
+        path = self.jobdir / f"perf-{index}.pt"
+        if path.exists():
+            try:
+                data = torch.load(path, weights_only=True)
+                if not isinstance(data, dict) or data.get("test") != test_id:
+                    raise ValueError("unexpected content")
+                return data, ""
+            except Exception as exc:  # noqa: BLE001 - garbled results fail closed
+                return None, f"the worker's timing record is unreadable ({type(exc).__name__}: {exc})"
+        run = next((r for r in reversed(self.runs) if not r.cases), None)
+        if run is None:
+            return None, "not timed: no timing worker was started"
+        status = run.status()
+        if status.get("perf") == test_id:
+            return None, f"not timed: {run.describe_exit()} while timing this test"
+        return None, f"not timed: {run.describe_exit()} before this test was timed"
+
+
 # ------------------------------------------------------------------------------------------------- formatting
 
 
@@ -419,3 +439,61 @@ def draw_run(task: TaskSpec, case: CaseData, run: dict) -> tuple[bytes, str] | N
         title = f"{task.id} / {case.id}: {spec.name} {list(t.shape)}"
         return pictures.render(spec.name, title, state, before, after, tiles_of(task, case, t.dim()))
     return None
+
+
+# ------------------------------------------------------------------------------------------------ speed tests
+
+
+def _times(record: dict, side: str, reps: int) -> list[float]:
+    """A side's times as floats, or ValueError: the list must hold `reps` finite positive numbers."""
+    times = record.get(side)
+    if not isinstance(times, list) or len(times) != reps:
+        raise ValueError(f"{side}: expected {reps} times, got {len(times) if isinstance(times, list) else times!r}")
+    out = []
+    for t in times:
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or not (0 < float(t) < 1e6):
+            raise ValueError(f"{side}: a time is not a positive number: {t!r}")
+        out.append(float(t))
+    return out
+
+
+def median(values: list[float]) -> float:
+    s = sorted(values)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, results: WorkerResults) -> Verdict:
+    """A speed test: the case must pass, the timed calls' outputs must be right, and the baseline's median time
+    over the submission's must reach the threshold. Anything missing or garbled fails (closed)."""
+    test = task.perf[index]
+    if not case_ok.ok:
+        return Verdict(False, f"not timed: case {test.case} fails, and speed counts only for a correct result")
+    record, why = results.perf_record(index, test.id)
+    if record is None:
+        return Verdict(False, why, staff=results.log[-4000:])
+    if record.get("error"):
+        return Verdict(False, f"not timed: {record['error']}", staff=str(record.get("traceback", "")))
+    try:
+        sub, base = _times(record, "submission", test.reps), _times(record, "baseline", test.reps)
+        outputs = record["outputs"]
+        if not isinstance(outputs, list):
+            raise ValueError("outputs is not a list")
+    except (KeyError, TypeError, ValueError) as exc:
+        return Verdict(False, f"the worker's timing record is garbled ({exc})")
+    # The timed calls must compute the same answer as the checked one (a fast wrong kernel earns nothing).
+    if len(outputs) != len(task.outputs):
+        return Verdict(False, f"the last timed call returned {len(outputs)} value(s); expected {len(task.outputs)}")
+    for spec, got, ref in zip(task.outputs, outputs, case.expected):
+        t = got.get("tensor") if isinstance(got, dict) else None
+        if not isinstance(t, torch.Tensor) or tuple(t.shape) != tuple(ref.shape) \
+                or t.dtype != _resolve_dtype(spec, case.args):
+            return Verdict(False, f"the last timed call's {spec.name} is not a tensor of the checked dtype and shape")
+        msg = compare_values(spec, t, ref)
+        if msg:
+            return Verdict(False, f"the last timed call's result is wrong: {msg}")
+    t_sub, t_base = median(sub), median(base)
+    ratio = t_base / t_sub
+    text = (f"baseline {t_base * 1e3:.4f} ms, yours {t_sub * 1e3:.4f} ms (medians of {test.reps} interleaved "
+            f"runs): speedup {ratio:.2f}x, need >= {test.threshold:g}x")
+    return Verdict(ratio >= test.threshold, text, staff=str(record.get("method", "")))

@@ -68,6 +68,8 @@ class JobSpec:
     """Let Triton specialize the kernels on integer divisibility and alignment (config.yaml: grading.specialize)."""
     launch: dict | None = None
     """For a task whose harness launches the kernel: {kernel, grid: [[size, block]...], env, outputs: count}."""
+    perf: list[dict] = field(default_factory=list)
+    """Speed tests to time after the cases: {index, test, case, baseline, warmup, reps} (grader/worker.py)."""
 
 
 def worker_env(device: str, gpu: int | None = None) -> dict[str, str]:
@@ -89,7 +91,8 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
     """One worker process over `cases` (indices into the inputs file), stopped at the time limit."""
     job = {"submission": str(spec.submission.resolve()), "entry": spec.entry, "kernels": spec.kernels,
            "device": spec.device, "inputs": str(spec.inputs.resolve()), "cases": cases,
-           "benchmark_autotune": spec.benchmark_autotune, "specialize": spec.specialize, "launch": spec.launch}
+           "benchmark_autotune": spec.benchmark_autotune, "specialize": spec.specialize, "launch": spec.launch,
+           "perf": spec.perf}
     (jobdir / f"job-{run_id}.json").write_text(json.dumps(job))
     timeout_s = spec.timeout_s
     env = worker_env(spec.device, spec.gpu)
@@ -221,6 +224,8 @@ crashed. A hang is not restarted: it would cost another full time limit."""
 
 def run_shard(jobdir: Path, shard: int, spec: JobSpec, cases: list[int]) -> list[WorkerRun]:
     """Run `cases` in one worker, and in a new one after each crash. Writes crash-<i>.json for a crashed case."""
+    if spec.perf and not cases:  # a timing shard: one worker, never restarted (a crash fails its tests)
+        return [run_worker(jobdir, f"{shard}-0", spec, [])]
     runs: list[WorkerRun] = []
     remaining = list(cases)
     while remaining:

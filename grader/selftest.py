@@ -1,5 +1,9 @@
 """Proves the answer key: every solution earns full marks, every skeleton 0, every wrong/ file fails exactly
-the tests its task.yaml declares."""
+the tests its task.yaml declares.
+
+Device-aware: a test the task does not run on this device (a speed test on the CPU interpreter) must be reported
+as not run, and is taken out of every expectation, so a wrong/ file that declares only speed failures is expected
+to fail nothing there."""
 
 from __future__ import annotations
 
@@ -10,12 +14,14 @@ from grader.config import CourseConfig, TaskSpec
 from grader.grading import Job, TaskResult, grade_jobs
 
 
-def expectation(job_kind: str, task: TaskSpec, name: str) -> set[str]:
+def expectation(job_kind: str, task: TaskSpec, name: str, device: str) -> set[str]:
     if job_kind == "solution":
         return set()
     if job_kind == "skeleton":
-        return set(task.test_names) - {"imports", "signatures"}
-    return task.wrong[name].expected_failures(task.test_names)
+        want = set(task.test_names) - {"imports", "signatures"}
+    else:
+        want = task.wrong[name].expected_failures(task.test_names)
+    return want - task.not_run_on(device)
 
 
 def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: list[str] | None = None,
@@ -37,20 +43,29 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
 
     def check(result: TaskResult) -> None:
         kind, task, name = by_path[result.submission]
-        want = expectation(kind, task, name)
+        want = expectation(kind, task, name, device)
         got = set(result.failed)
-        ok = got == want
+        not_run = task.not_run_on(device)
+        ok = got == want and set(result.not_run) == not_run
+        if kind == "solution":
+            ok = ok and result.score == result.max_score
         if kind == "skeleton":
             ok = ok and result.score == 0
         label = f"{task.id}/{'wrong/' if kind == 'wrong' else ''}{name}"
+        skipped = f", {len(result.not_run)} not run on {device}" if result.not_run else ""
         print(f"{'ok  ' if ok else 'FAIL'} {label}: {result.score:g}/{result.max_score:g}, "
-              f"{len(got)} failing test(s)", flush=True)
+              f"{len(got)} failing test(s){skipped}", flush=True)
+        for t in result.tests:
+            if t.name in {p.id for p in task.perf} and t.outcome != "not_run":
+                print(f"     {t.name}: {t.outcome}: {t.message}", flush=True)
         if not ok:
             bad.append(label)
             if got - want:
                 print(f"     failed but should pass: {sorted(got - want)}")
             if want - got:
                 print(f"     passed but should fail: {sorted(want - got)}")
+            if set(result.not_run) != not_run:
+                print(f"     not run: {sorted(result.not_run)}, expected {sorted(not_run)}")
             print(report.summary(result, staff=staff))
 
     start = time.monotonic()

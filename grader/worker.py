@@ -7,7 +7,9 @@ submission, runs the listed cases under every autotune config, and writes what i
 
 * `load.json`: whether the import worked, the required kernels' autotune configs, the environment;
 * `status-<RUN_ID>.json`: the case it is running (so a hang or a crash can be placed);
-* `case-<i>.pt`: per config run, the outputs, every guarded buffer (inputs and allocations) and the launches.
+* `case-<i>.pt`: per config run, the outputs, every guarded buffer (inputs and allocations) and the launches;
+* `perf-<k>.pt`: for a speed test, the times of the submission's and the baseline's calls, and the outputs of the
+  submission's last timed call (the judge checks them, computes the medians, the ratio and the points).
 
 The judge loads these with `torch.load(weights_only=True)`, which builds tensors and plain data only.
 """
@@ -382,6 +384,77 @@ def naive_call(entry, case: dict, device: str) -> None:
         pass
 
 
+L2_FLUSH_BYTES = 256 << 20
+"""Written between timed calls so that neither side finds its inputs in the L2 cache (50-60 MB on Hopper)."""
+
+
+def _load_module(name: str, path: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int) -> dict:
+    """Time the submission against the baseline on one case's inputs, in this process, interleaved.
+
+    Method: each timed call gets fresh inputs (a new copy of the case's inputs, made before the clock starts), the
+    L2 cache is flushed, the whole device is synchronized, the host clock starts, the call runs, the whole device
+    is synchronized again, the clock stops. Synchronizing the device (not one stream) means work a call leaves on
+    side streams is counted. The order of the two sides alternates (ABBA) so drifts of clock or temperature fall
+    on both. Warm-up calls of each side come first (compilation, autotuning). Only times are recorded here.
+    """
+    cuda = device == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    pristine = ([a.to(device) if isinstance(a, torch.Tensor) else a for a in case["args"]],
+                {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in case["kwargs"].items()})
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device) if cuda else None
+
+    def fresh():
+        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in pristine[0]]
+        kwargs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in pristine[1].items()}
+        return args, kwargs
+
+    def timed(fn):
+        args, kwargs = fresh()
+        if flush is not None:
+            flush.zero_()
+        sync()
+        start = time.perf_counter()
+        out = fn(*args, **kwargs)
+        sync()
+        return time.perf_counter() - start, out
+
+    record: dict = {"method": "host clock around device-wide synchronize; fresh inputs and an L2 flush per call; "
+                              f"{warmup} warm-up and {reps} timed calls per side, interleaved",
+                    "error": None, "submission": [], "baseline": []}
+    side = "baseline"
+    try:
+        for _ in range(warmup):
+            side = "baseline"
+            timed(baseline)
+            side = "submission"
+            timed(entry)
+        last = None
+        for r in range(reps):
+            for side in (("submission", "baseline") if r % 2 == 0 else ("baseline", "submission")):
+                seconds, out = timed(entry if side == "submission" else baseline)
+                record[side].append(seconds)
+                if side == "submission":
+                    last = out
+    except BaseException as exc:  # noqa: BLE001 - a failure of either side is a result
+        record["error"] = f"{'your function' if side == 'submission' else 'the baseline'} raised " \
+                          f"{type(exc).__name__}: {str(exc)[:2000]}"
+        record["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:]
+        return record
+    items = last if isinstance(last, (tuple, list)) else ([] if last is None else [last])
+    record["outputs"] = [{"kind": "tensor", "tensor": _to_cpu(t), "device": str(t.device)}
+                         if isinstance(t, torch.Tensor) else {"kind": type(t).__name__, "repr": repr(t)[:200]}
+                         for t in items]
+    return record
+
+
 def environment(device: str) -> dict:
     import triton
 
@@ -450,6 +523,18 @@ def main(jobdir: Path, run_id: str) -> int:
         if any(r.get("fatal") for r in runs):
             _write_json(status, {"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
             return 3
+    for item in job.get("perf") or []:
+        _write_json(status, {"perf": item["test"], "started": time.time()})
+        try:
+            from grader.config import ROOT
+
+            baseline = getattr(_load_module("baseline", str(ROOT / item["baseline"])), job["entry"])
+        except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
+            record = {"error": f"the baseline could not be loaded: {type(exc).__name__}: {exc}"}
+        else:
+            record = time_calls(entry, baseline, cases[item["case"]], device, item["warmup"], item["reps"])
+        _save(jobdir / f"perf-{item['index']}.pt", {"test": item["test"], **record})
+        print(f"  {item['test']}: timed", flush=True)
     _write_json(status, {"done": True})
     return 0
 

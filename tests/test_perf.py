@@ -1,0 +1,173 @@
+"""Speed tests (the `perf` block of task.yaml): configuration, the judge's verdicts (fail closed, both times and
+the ratio in the message, correctness first), and end to end on the CPU interpreter."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from grader import judge
+from grader.config import ROOT, ConfigError, PerfTest, load_config, load_task
+from grader.grading import Job, grade_jobs
+from grader.runner import WorkerRun
+from grader.selftest import expectation
+
+TASK23 = ROOT / "tasks" / "23_lowbit_dw_fused"
+TASK22 = ROOT / "tasks" / "22_lowbit_relu_mask"
+
+
+def _task23_copy(tmp_path, edit):
+    import shutil
+
+    dest = tmp_path / "tasks" / "23_lowbit_dw_fused"
+    shutil.copytree(TASK23, dest)
+    (dest / "task.yaml").write_text(edit((dest / "task.yaml").read_text()))
+    return dest
+
+
+def test_perf_block_is_parsed_and_counts_only_where_it_runs():
+    task = load_task(TASK23)
+    assert [p.id for p in task.perf] == ["speed_k8192", "speed_k100864"]
+    assert task.perf[0].threshold == 1.0 and task.perf[0].devices == ("cuda",) and task.perf[0].reps == 50
+    assert task.test_names[-2:] == ["speed_k8192", "speed_k100864"]
+    assert task.points == 5.0 and task.points_on("cuda") == 5.0 and task.points_on("cpu") == 3.5
+    assert task.not_run_on("cpu") == {"speed_k8192", "speed_k100864"} and not task.not_run_on("cuda")
+    # A wrong/ file that declares only speed failures is expected to fail nothing on the CPU.
+    assert expectation("wrong", task, "no_split_k.py", "cuda") == {"speed_k8192", "speed_k100864"}
+    assert expectation("wrong", task, "no_split_k.py", "cpu") == set()
+    assert "speed_k8192" not in expectation("skeleton", task, "skeleton.py", "cpu")
+
+
+@pytest.mark.parametrize("edit, error", [
+    (lambda t: t.replace("  warmup: 10\n", "  warmup: 10\n  repeats: 3\n"), r"unknown key\(s\) \['repeats'\]"),
+    (lambda t: t.replace("case: notebook_k8192}", "case: nope}"), "case 'nope' is not one of the task's cases"),
+    (lambda t: t.replace("baseline: baseline.py", "baseline: missing.py"), r"perf.baseline: no file 'missing.py'"),
+    (lambda t: t.replace("  reps: 50\n", "  reps: 3\n"), "reps >= 5"),
+    (lambda t: t.replace("id: speed_k100864", "id: speed_k8192"), "duplicate or reserved test id"),
+    (lambda t: t.replace("devices: [cuda]", "devices: [tpu]"), "perf.devices"),
+])
+def test_perf_block_errors_name_the_key(tmp_path, edit, error):
+    with pytest.raises(ConfigError, match=error):
+        load_task(_task23_copy(tmp_path, edit))
+
+
+# ------------------------------------------------------------------------------------------ judge, unit level
+
+
+def _perf_task(reps=5, threshold=1.0):
+    task = load_task(TASK22)
+    perf = PerfTest(id="speed", points=1.0, case=task.cases[0].id, baseline="x.py", threshold=threshold,
+                    devices=("cpu",), warmup=1, reps=reps)
+    return dataclasses.replace(task, perf=[perf])
+
+
+def _case():
+    x = torch.tensor([[1.0, -2.0, 0.0]])
+    dy = torch.tensor([[3.0, 4.0, 5.0]])
+    expected = (x.clamp_min(0).double(), torch.tensor([1], dtype=torch.int32), dy.double())
+    return judge.CaseData("c", [x, dy, torch.tensor([1], dtype=torch.int32)], {}, expected)
+
+
+def _results(tmp_path, record=None):
+    if record is not None:
+        torch.save(record, tmp_path / "perf-0.pt")
+    (tmp_path / "load.json").write_text('{"ok": true, "kernels": {}}')
+    run = WorkerRun(jobdir=tmp_path, returncode=-9, timed_out=False, seconds=1.0, log="", run_id="0-0", cases=[])
+    return judge.WorkerResults.read(tmp_path, [run])
+
+
+def _record(sub, base, outputs=None):
+    case = _case()
+    outs = outputs if outputs is not None else [
+        {"kind": "tensor", "tensor": t.to(d), "device": "cpu"}
+        for t, d in zip(case.expected, (torch.float32, torch.int32, torch.float32))]
+    return {"test": "speed", "error": None, "method": "m", "submission": sub, "baseline": base, "outputs": outs}
+
+
+OK = judge.Verdict(True, "passed")
+
+
+def test_missing_timings_fail_closed(tmp_path):
+    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path))
+    assert not v.ok and v.message.startswith("not timed:") and "SIGKILL" in v.message
+
+
+@pytest.mark.parametrize("sub, base, why", [
+    ([1e-3] * 4, [1e-3] * 5, "expected 5 times, got 4"),
+    ([1e-3] * 4 + [-1.0], [1e-3] * 5, "not a positive number"),
+    ([1e-3] * 4 + [float("nan")], [1e-3] * 5, "not a positive number"),
+    ([1e-3] * 5, "fast", "expected 5 times"),
+])
+def test_garbled_timings_fail_closed(tmp_path, sub, base, why):
+    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, _record(sub, base)))
+    assert not v.ok and "garbled" in v.message and why in v.message
+
+
+def test_unreadable_or_foreign_record_fails_closed(tmp_path):
+    (tmp_path / "perf-0.pt").write_bytes(b"not a torch file")
+    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path))
+    assert not v.ok and "unreadable" in v.message
+    torch.save({**_record([1e-3] * 5, [1e-3] * 5), "test": "other"}, tmp_path / "perf-0.pt")
+    assert "unreadable" in judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path)).message
+
+
+def test_ratio_below_threshold_fails_with_both_times(tmp_path):
+    rec = _record([2e-3, 2e-3, 2.1e-3, 1.9e-3, 9.0], [1e-3] * 5)  # one outlier: the median ignores it
+    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, rec))
+    assert not v.ok
+    assert v.message == ("baseline 1.0000 ms, yours 2.0000 ms (medians of 5 interleaved runs): speedup 0.50x, "
+                         "need >= 1x")
+
+
+def test_ratio_at_threshold_passes(tmp_path):
+    v = judge.judge_perf(_perf_task(threshold=1.5), 0, _case(), OK,
+                         _results(tmp_path, _record([1e-3] * 5, [1.5e-3] * 5)))
+    assert v.ok and "speedup 1.50x, need >= 1.5x" in v.message
+
+
+def test_speed_counts_only_for_a_correct_result(tmp_path):
+    fast = _record([1e-4] * 5, [1e-3] * 5)
+    v = judge.judge_perf(_perf_task(), 0, _case(), judge.Verdict(False, "wrong"), _results(tmp_path, fast))
+    assert not v.ok and "speed counts only for a correct result" in v.message
+    wrong_out = _record([1e-4] * 5, [1e-3] * 5)
+    wrong_out["outputs"][2]["tensor"] = torch.zeros(1, 3)  # the timed call's dx differs from the checked one's
+    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, wrong_out))
+    assert not v.ok and "the last timed call's result is wrong: dx" in v.message
+
+
+def test_an_error_while_timing_fails(tmp_path):
+    rec = {**_record([], []), "error": "your function raised RuntimeError: boom"}
+    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, rec))
+    assert not v.ok and v.message == "not timed: your function raised RuntimeError: boom"
+
+
+# ---------------------------------------------------------------------------------- end to end on the CPU
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config(ROOT / "config.yaml")
+
+
+def test_timed_end_to_end_on_the_cpu_and_not_run_elsewhere(tmp_path, cfg):
+    task = load_task(TASK22)
+    solution = (TASK22 / "solution.py").read_text()
+    slow = tmp_path / "slow_baseline.py"  # the same kernels, 20 ms slower per call
+    slow.write_text(solution.replace("def relu_mask(", "import time\n\n\ndef _relu_mask(")
+                    + "\n\ndef relu_mask(x, dy, mask):\n    time.sleep(0.02)\n    return _relu_mask(x, dy, mask)\n")
+    perf = [PerfTest(id="speed_pass", points=1.0, case="r1_c7", baseline=str(slow), threshold=1.0, devices=("cpu",),
+                     warmup=1, reps=5),
+            PerfTest(id="speed_fail", points=1.0, case="r1_c7", baseline=str(slow), threshold=1e6, devices=("cpu",),
+                     warmup=1, reps=5),
+            PerfTest(id="speed_cuda", points=1.0, case="r1_c7", baseline=str(slow), threshold=1.0,
+                     devices=("cuda",), warmup=1, reps=5)]
+    task = dataclasses.replace(task, cases=[task.cases[0]], perf=perf)
+    (result,) = grade_jobs([Job(task, TASK22 / "solution.py", "s")], cfg, "cpu", workers=1)
+    tests = {t.name: t for t in result.tests}
+    assert tests["speed_pass"].outcome == "passed" and tests["speed_pass"].points == 1.0
+    assert tests["speed_pass"].message.startswith("baseline ") and "yours" in tests["speed_pass"].message
+    assert tests["speed_fail"].outcome == "failed" and "need >= 1e+06x" in tests["speed_fail"].message
+    assert tests["speed_cuda"].outcome == "not_run" and tests["speed_cuda"].max_points == 0.0
+    assert "not run on cpu" in tests["speed_cuda"].message
+    assert result.failed == ["speed_fail"] and result.not_run == ["speed_cuda"]
+    assert result.max_score == task.points_on("cpu") == 2.25 and result.score == 1.25
