@@ -11,13 +11,19 @@ GROUP = 256
     configs=[
         # Output tiles of dW^T: BLOCK_N (CIN; divides 256, so a tile never straddles two groups) x BLOCK_M (COUT),
         # BLOCK_K tokens per step, SPLIT programs sharing the reduction over K of each tile.
-        # Measured on the H100/H200 (triton 3.6, CIN = COUT = 768, scripts/bench_lowbit.py --configs):
-        # BLOCK_M = 256 dequantizes each X_hat tile for twice as many output columns as 128 (the dequantization, not
-        # the tensor cores, bounds a step: 0.62x -> 0.77x of the unfused path's speed), and SPLIT = 7 makes
-        # 3 x 12 tiles x 7 = 252 programs, one wave at two programs per SM on 132 SMs (0.77x -> 0.92x at K = 100864).
-        triton.Config({"BLOCK_M": 256, "BLOCK_N": 64, "BLOCK_K": 64, "SPLIT": 7}, num_warps=8, num_stages=3),
-        triton.Config({"BLOCK_M": 256, "BLOCK_N": 64, "BLOCK_K": 64, "SPLIT": 14}, num_warps=8, num_stages=3),
-        triton.Config({"BLOCK_M": 256, "BLOCK_N": 64, "BLOCK_K": 32, "SPLIT": 7}, num_warps=8, num_stages=4),
+        # Measured on an H200 (triton 3.6, CIN = COUT = 768, BITS = 2, scripts/bench_lowbit.py --configs), as the
+        # share of the unfused path's speed at K = 100864:
+        # - BLOCK_M = 256 dequantizes each X_hat tile once for twice as many output columns as 128 does (the
+        #   dequantization and its layout conversion, not the tensor cores, bound a step): 0.62x -> 0.77x;
+        # - SPLIT = 7 makes 3 x 12 tiles x 7 = 252 programs, one wave at two programs per SM on 132 SMs: -> 0.91x;
+        # - maxnreg=128 keeps two programs per SM once S and M are prefetched (141 registers otherwise, and one
+        #   program per SM: 0.74x): -> 0.96x.
+        triton.Config({"BLOCK_M": 256, "BLOCK_N": 64, "BLOCK_K": 64, "SPLIT": 7}, num_warps=8, num_stages=3,
+                      maxnreg=128),
+        triton.Config({"BLOCK_M": 256, "BLOCK_N": 64, "BLOCK_K": 64, "SPLIT": 14}, num_warps=8, num_stages=3,
+                      maxnreg=128),
+        triton.Config({"BLOCK_M": 256, "BLOCK_N": 64, "BLOCK_K": 32, "SPLIT": 7}, num_warps=8, num_stages=4,
+                      maxnreg=128),
         triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT": 8}, num_warps=8, num_stages=3),
     ],
     key=["K", "CIN", "COUT"],
@@ -57,14 +63,23 @@ def _dw_fused_kernel(dy_ptr, p_ptr, s_ptr, m_ptr, dw_ptr, K, CIN, COUT, BITS: tl
     k_end = tl.minimum(k_start + chunk, K)
 
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    # S and M are 2-byte gathers (stride G), too narrow for the compiler's asynchronous copies, so a plain load
+    # would stall every step for a full memory round trip. They are loaded one step ahead instead.
+    grp_next = (k_start + offs_k) * G + g
+    mask_next = k_start + offs_k < k_end
+    s_next = tl.load(s_ptr + grp_next, mask=mask_next, other=0.0)
+    mn_next = tl.load(m_ptr + grp_next, mask=mask_next, other=0.0)
     for k0 in range(k_start, k_end, BLOCK_K):
         ks = k0 + offs_k
         mask_k = ks < k_end
         b = tl.load(dy_ptr + ks[:, None] * COUT + offs_m[None, :], mask=mask_k[:, None] & mask_m[None, :],
                     other=0.0)  # dY tile [BLOCK_K, BLOCK_M]
         grp = ks * G + g  # the group of (token, g)
-        s = tl.load(s_ptr + grp, mask=mask_k, other=0.0).to(tl.float32)
-        mn = tl.load(m_ptr + grp, mask=mask_k, other=0.0).to(tl.float32)
+        s = s_next.to(tl.float32)
+        mn = mn_next.to(tl.float32)
+        mask_next = ks + BLOCK_K < k_end
+        s_next = tl.load(s_ptr + grp + BLOCK_K * G, mask=mask_next, other=0.0)
+        mn_next = tl.load(m_ptr + grp + BLOCK_K * G, mask=mask_next, other=0.0)
         # Each word once, [TILE_WORDS, BLOCK_K]; then its VPW codes, [TILE_WORDS, VPW, BLOCK_K] -> [BLOCK_N, BLOCK_K]
         # (column w * VPW + j of the tile is code j of word w).
         words = tl.load(p_ptr + grp[None, :] * NWORDS + first_word + offs_w[:, None], mask=mask_k[None, :],
