@@ -396,6 +396,9 @@ class CourseConfig:
     """auto | cuda | cpu."""
     timeout_s: dict[str, float] = field(default_factory=lambda: {"cuda": 90.0, "cpu": 240.0})
     """Wall-clock limit of one worker, per device."""
+    stall_s: dict[str, float] = field(default_factory=lambda: {"cuda": 30.0, "cpu": 120.0})
+    """Stop a worker that reports no progress (no run of a case finished) for this long, per device; 0: off.
+    It must cover the slowest single run: the worker's start, one compilation, one call."""
     workers: int = 0
     """Submissions graded at once; 0 = one per CPU core (1.5 per core on CUDA)."""
     judges: int = 0
@@ -467,10 +470,16 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
                     f"adds up to {tasks[task_id].points}"
                 )
     timeout = {"cuda": 90.0, "cpu": 240.0, **{k: float(v) for k, v in (grading.get("timeout_s") or {}).items()}}
+    stall = {"cuda": 30.0, "cpu": 120.0, **{k: float(v) for k, v in (grading.get("stall_s") or {}).items()}}
+    for key, value in (*timeout.items(), *stall.items()):
+        if key not in DEVICES or value < 0:
+            raise ConfigError(f"{where}: grading.timeout_s and grading.stall_s take cuda and cpu, each >= 0 "
+                              f"seconds; got {key}: {value}")
     return CourseConfig(
         course=str(data.get("course", "course")),
         device=device,
         timeout_s=timeout,
+        stall_s=stall,
         workers=int(grading.get("workers", 0)),
         judges=int(grading.get("judges", 0)),
         fork_server=bool(grading.get("fork_server", True)),

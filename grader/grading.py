@@ -519,7 +519,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                job.task.timeout_s.get(device) or cfg.timeout_s[device], benchmark_autotune,
                                gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None,
                                fork_server=cfg.fork_server, specialize=specialize[n],
-                               launch=launch_job(job.task))
+                               launch=launch_job(job.task), stall_s=cfg.stall_s.get(device, 0.0))
                 futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
                 pending[n] += 1
                 if k:

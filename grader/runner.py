@@ -1,6 +1,8 @@
-"""Starts a worker for one (submission, task) and stops it at its wall-clock limit.
+"""Starts a worker for one (submission, task) and stops it at its wall-clock limit, or sooner when it stalls.
 
 The worker runs in a new session, so a timeout kills its whole process group (compiler children included).
+A worker reports progress by rewriting its status file (after loading, and after each run of a case); one that
+reports nothing for `stall_s` seconds is stopped then, so a hang costs that much instead of the whole limit.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class WorkerRun:
     log: str
     run_id: str = "0-0"
     cases: list[int] = field(default_factory=list)
+    stalled_s: float = 0.0
+    """Set when the worker was stopped for making no progress: the stall limit it exceeded."""
 
     def status(self) -> dict:
         try:
@@ -37,6 +41,9 @@ class WorkerRun:
             return {}
 
     def describe_exit(self) -> str:
+        if self.stalled_s:
+            return (f"the worker was stopped after {self.seconds:.0f} s: it made no progress for "
+                    f"{self.stalled_s:.0f} s (grading.stall_s)")
         if self.timed_out:
             return f"the worker was stopped at its time limit ({self.seconds:.0f} s)"
         if self.returncode is not None and self.returncode < 0:
@@ -70,6 +77,8 @@ class JobSpec:
     """For a task whose harness launches the kernel: {kernel, grid: [[size, block]...], env, outputs: count}."""
     perf: list[dict] = field(default_factory=list)
     """Speed tests to time after the cases: {index, test, case, baseline, warmup, reps} (grader/worker.py)."""
+    stall_s: float = 0.0
+    """Stop a worker that reports no progress for this long (counted from its start); 0: only the time limit."""
 
 
 def worker_env(device: str, gpu: int | None = None) -> dict[str, str]:
@@ -109,7 +118,8 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
             proc = _Spawned(subprocess.Popen(
                 [sys.executable, "-m", "grader.worker", str(jobdir), run_id], cwd=scratch, env=env, stdout=log,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
-    timed_out = not proc.wait(timeout_s)
+    ended = _wait(proc, timeout_s, spec.stall_s, jobdir / f"status-{run_id}.json")
+    timed_out = ended != "ended"
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
     except (ProcessLookupError, PermissionError):
@@ -117,7 +127,30 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
     proc.wait(30)
     text = log_path.read_text(errors="replace")
     return WorkerRun(jobdir=jobdir, returncode=None if timed_out else proc.returncode, timed_out=timed_out,
-                     seconds=time.monotonic() - start, log=text[-20000:], run_id=run_id, cases=list(cases))
+                     seconds=time.monotonic() - start, log=text[-20000:], run_id=run_id, cases=list(cases),
+                     stalled_s=spec.stall_s if ended == "stalled" else 0.0)
+
+
+def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Path) -> str:
+    """Wait for the worker: "ended", "timeout" (still running at `timeout_s`) or "stalled" (its status file
+    unchanged for `stall_s` seconds; 0: no stall limit). The file's time is the worker's word, so a worker can
+    only delay its stop this way, never past the time limit."""
+    start = time.monotonic()
+    last = time.time()  # the stall clock starts with the worker
+    while True:
+        left = timeout_s - (time.monotonic() - start)
+        if left <= 0:
+            return "timeout"
+        if not stall_s:
+            return "ended" if proc.wait(left) else "timeout"
+        if proc.wait(min(left, max(0.05, stall_s / 20))):
+            return "ended"
+        try:
+            last = max(last, status.stat().st_mtime)
+        except OSError:
+            pass
+        if time.time() - last > stall_s:
+            return "stalled"
 
 
 class _Spawned:
@@ -232,7 +265,7 @@ def run_shard(jobdir: Path, shard: int, spec: JobSpec, cases: list[int]) -> list
         run = run_worker(jobdir, f"{shard}-{len(runs)}", spec, remaining)
         runs.append(run)
         status = run.status()
-        if run.timed_out or status.get("done") or len(runs) > MAX_RESTARTS:
+        if run.timed_out or status.get("done") or len(runs) > MAX_RESTARTS:  # (a stall is a time-out)
             break
         current = status.get("index")
         if current is None or current not in remaining:

@@ -6,7 +6,8 @@ It reads `JOBDIR/job-<RUN_ID>.json` and the inputs file it names (both written b
 submission, runs the listed cases under every autotune config, and writes what it saw, never a verdict:
 
 * `load.json`: whether the import worked, the required kernels' autotune configs, the environment;
-* `status-<RUN_ID>.json`: the case it is running (so a hang or a crash can be placed);
+* `status-<RUN_ID>.json`: the case it is running (so a hang or a crash can be placed), rewritten after each run
+  of a case (the runner stops a worker whose status stays unchanged for grading.stall_s);
 * `case-<i>.pt`: per config run, the outputs, every guarded buffer (inputs and allocations) and the launches;
 * `perf-<k>.pt`: for a speed test, the times of the submission's and the baseline's calls, and the outputs of the
   submission's last timed call (the judge checks them, computes the medians, the ratio and the points).
@@ -513,6 +514,8 @@ def main(jobdir: Path, run_id: str) -> int:
         for c in range(n_runs):
             record = run_case(entry, case, device, inst, tuners, c)
             runs.append(record)
+            # progress, for the runner's stall limit (grading.stall_s): one more run of this case is done
+            _write_json(status, {"case": case["id"], "index": i, "runs": c + 1, "started": time.time()})
             if record.get("fatal"):
                 break
         t_save = time.perf_counter()

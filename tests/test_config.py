@@ -54,3 +54,14 @@ def test_bad_deadline_and_counts(tmp_path):
     (tmp_path / "b.yaml").write_text(base.replace("counts: best", "counts: first"))
     with pytest.raises(ConfigError, match="counts: must be best or last"):
         load_config(tmp_path / "b.yaml")
+
+
+def test_time_limits_take_a_device_and_seconds(tmp_path):
+    base = (ROOT / "config.yaml").read_text()
+    assert load_config(ROOT / "config.yaml").stall_s == {"cuda": 30.0, "cpu": 120.0}
+    (tmp_path / "a.yaml").write_text(base.replace("    cuda: 30 ", "    cuda: -1 "))
+    with pytest.raises(ConfigError, match=r"config.yaml|a.yaml: grading.timeout_s and grading.stall_s .* cuda: -1"):
+        load_config(tmp_path / "a.yaml")
+    (tmp_path / "b.yaml").write_text(base.replace("    cpu: 120 ", "    gpu: 120 "))
+    with pytest.raises(ConfigError, match=r"b.yaml: grading.timeout_s and grading.stall_s .* gpu: 120"):
+        load_config(tmp_path / "b.yaml")

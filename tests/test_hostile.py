@@ -2,6 +2,7 @@
 tests, with a message that says what happened, and never another submission's result."""
 
 import dataclasses
+import time
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,22 @@ def test_hang_and_crash_fail_only_themselves(tmp_path, small_task, cfg, fork_ser
     # the worker is started again after a crash, so the next case gets its own verdict, not "not run"
     assert "killed by SIGSEGV while running this case" in tests["n127_fp16"].message
     assert "worker_log" in crash_r.staff_json()["staff"]
+
+
+def test_a_stalled_worker_is_stopped_before_its_time_limit(tmp_path, small_task, cfg):
+    """A worker that finishes no run of a case for grading.stall_s is stopped then, not at its (longer) time limit;
+    one that keeps finishing runs is left alone under the same stall limit."""
+    cfg = dataclasses.replace(cfg, stall_s={"cpu": 10.0})
+    task = dataclasses.replace(small_task, timeout_s={"cpu": 200})
+    hang = SOLUTION.replace("    absmax = x.abs().max()\n", "    while True:\n        pass\n", 1)
+    start = time.monotonic()
+    hang_r, good_r = grade_jobs([Job(task, _file(tmp_path, "hang.py", hang), "hang"),
+                                 Job(task, _file(tmp_path, "good.py", SOLUTION), "good")], cfg, "cpu", workers=2)
+    assert time.monotonic() - start < 100  # the time limit alone would take 200 s
+    assert good_r.score == good_r.max_score
+    tests = _by_name(hang_r)
+    assert "made no progress for 10 s (grading.stall_s) while running this case" in tests["n1_fp32"].message
+    assert tests["n127_fp16"].message.startswith("not run:")
 
 
 def test_import_error_is_reported_with_its_line(tmp_path, small_task, cfg):
