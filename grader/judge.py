@@ -463,6 +463,18 @@ def median(values: list[float]) -> float:
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
+def quartiles(values: list[float]) -> tuple[float, float]:
+    """The 25th and 75th percentiles (linear interpolation between order statistics)."""
+    s = sorted(values)
+
+    def at(q: float) -> float:
+        pos = q * (len(s) - 1)
+        lo = int(pos)
+        return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
+
+    return at(0.25), at(0.75)
+
+
 def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, results: WorkerResults) -> Verdict:
     """A speed test: the case must pass, the timed calls' outputs must be right, and the baseline's median time
     over the submission's must reach the threshold. Anything missing or garbled fails (closed)."""
@@ -494,6 +506,10 @@ def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, res
             return Verdict(False, f"the last timed call's result is wrong: {msg}")
     t_sub, t_base = median(sub), median(base)
     ratio = t_base / t_sub
+    # The spread, so a result near the threshold reads as such: run r of each side were timed next to each other,
+    # and the middle half of those pairs' ratios is where a rerun would most likely land.
+    low, high = quartiles([b / s for s, b in zip(sub, base)])
     text = (f"baseline {t_base * 1e3:.4f} ms, yours {t_sub * 1e3:.4f} ms (medians of {test.reps} interleaved "
-            f"runs): speedup {ratio:.2f}x, need >= {test.threshold:g}x")
+            f"runs): speedup {ratio:.2f}x, need >= {test.threshold:g}x (half of the side-by-side pairs between "
+            f"{low:.2f}x and {high:.2f}x)")
     return Verdict(ratio >= test.threshold, text, staff=str(record.get("method", "")))

@@ -116,7 +116,7 @@ def test_ratio_below_threshold_fails_with_both_times(tmp_path):
     v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, rec))
     assert not v.ok
     assert v.message == ("baseline 1.0000 ms, yours 2.0000 ms (medians of 5 interleaved runs): speedup 0.50x, "
-                         "need >= 1x")
+                         "need >= 1x (half of the side-by-side pairs between 0.48x and 0.50x)")
 
 
 def test_ratio_at_threshold_passes(tmp_path):
