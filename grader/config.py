@@ -182,6 +182,10 @@ class TaskSpec:
     def test_names(self) -> list[str]:
         return [*GATES, AUTOTUNE_TEST, *(c.id for c in self.cases), *(p.id for p in self.perf)]
 
+    def case_index(self, case_id: str) -> int:
+        """The position of case `case_id` among the task's cases."""
+        return next(i for i, c in enumerate(self.cases) if c.id == case_id)
+
     def not_run_on(self, device: str) -> set[str]:
         """Tests that are reported as not run on `device` (speed tests outside their devices)."""
         return {p.id for p in self.perf if device not in p.devices}
@@ -394,9 +398,9 @@ class CourseConfig:
     course: str = "course"
     device: str = "auto"
     """auto | cuda | cpu."""
-    timeout_s: dict[str, float] = field(default_factory=lambda: {"cuda": 90.0, "cpu": 240.0})
+    timeout_s: dict[str, float] = field(default_factory=lambda: dict(TIMEOUT_S))
     """Wall-clock limit of one worker, per device."""
-    stall_s: dict[str, float] = field(default_factory=lambda: {"cuda": 30.0, "cpu": 120.0})
+    stall_s: dict[str, float] = field(default_factory=lambda: dict(STALL_S))
     """Stop a worker that reports no progress (no run of a case finished) for this long, per device; 0: off.
     It must cover the slowest single run: the worker's start, one compilation, one call."""
     workers: int = 0
@@ -421,6 +425,19 @@ class CourseConfig:
 
 def tasks_dir_has(task_id: str, root: Path = ROOT) -> bool:
     return (root / "tasks" / task_id / "task.yaml").is_file()
+
+
+TIMEOUT_S = {"cuda": 90.0, "cpu": 240.0}
+STALL_S = {"cuda": 30.0, "cpu": 120.0}
+
+
+def _per_device(grading: dict, key: str, defaults: dict[str, float], where: str) -> dict[str, float]:
+    """A `grading` entry of seconds per device (cuda, cpu), over its defaults."""
+    values = {**defaults, **{k: float(v) for k, v in (grading.get(key) or {}).items()}}
+    for device, value in values.items():
+        if device not in DEVICES or value < 0:
+            raise ConfigError(f"{where}: grading.{key} takes cuda and cpu, each >= 0 seconds; got {device}: {value}")
+    return values
 
 
 def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | None = None) -> CourseConfig:
@@ -469,12 +486,8 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
                     f"{hw_where}.tasks.{task_id}: {points} points here, but tasks/{task_id}/task.yaml "
                     f"adds up to {tasks[task_id].points}"
                 )
-    timeout = {"cuda": 90.0, "cpu": 240.0, **{k: float(v) for k, v in (grading.get("timeout_s") or {}).items()}}
-    stall = {"cuda": 30.0, "cpu": 120.0, **{k: float(v) for k, v in (grading.get("stall_s") or {}).items()}}
-    for key, value in (*timeout.items(), *stall.items()):
-        if key not in DEVICES or value < 0:
-            raise ConfigError(f"{where}: grading.timeout_s and grading.stall_s take cuda and cpu, each >= 0 "
-                              f"seconds; got {key}: {value}")
+    timeout = _per_device(grading, "timeout_s", TIMEOUT_S, where)
+    stall = _per_device(grading, "stall_s", STALL_S, where)
     return CourseConfig(
         course=str(data.get("course", "course")),
         device=device,

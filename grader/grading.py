@@ -273,7 +273,7 @@ class GradingContext:
         if why:
             return judge.Verdict(False, why)
         test = self.task.perf[index]
-        case_index = next(i for i, c in enumerate(self.task.cases) if c.id == test.case)
+        case_index = self.task.case_index(test.case)
         return judge.judge_perf(self.task, index, self.cases[case_index], self.case_verdict(case_index),
                                 self.results)
 
@@ -524,8 +524,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 pending[n] += 1
                 if k:
                     continue
-                perf = [{"index": i, "test": p.id, "case": next(j for j, c in enumerate(job.task.cases)
-                                                                if c.id == p.case),
+                perf = [{"index": i, "test": p.id, "case": job.task.case_index(p.case),
                          "baseline": _portable(job.task.folder / p.baseline), "warmup": p.warmup,
                          "reps": p.reps} for i, p in enumerate(job.task.perf) if device in p.devices]
                 if perf:  # one timing worker per job, after every case (see below), compiling as Triton does

@@ -220,7 +220,7 @@ def compare_values(out: OutputSpec, got: torch.Tensor, ref: torch.Tensor) -> str
     g = got.double()
     r = ref.double()
     shape = tuple(got.shape)
-    bad, rule = bad_values(out, got, ref)
+    bad, rule = bad_values(out, g, r)  # already float64: no second conversion
     n = int(bad.sum())
     if not n:
         return None
@@ -457,22 +457,16 @@ def _times(record: dict, side: str, reps: int) -> list[float]:
     return out
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile (0 <= q <= 1), interpolating linearly between order statistics."""
+    s = sorted(values)
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
+
+
 def median(values: list[float]) -> float:
-    s = sorted(values)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-
-
-def quartiles(values: list[float]) -> tuple[float, float]:
-    """The 25th and 75th percentiles (linear interpolation between order statistics)."""
-    s = sorted(values)
-
-    def at(q: float) -> float:
-        pos = q * (len(s) - 1)
-        lo = int(pos)
-        return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
-
-    return at(0.25), at(0.75)
+    return percentile(values, 0.5)
 
 
 def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, results: WorkerResults) -> Verdict:
@@ -508,7 +502,8 @@ def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, res
     ratio = t_base / t_sub
     # The spread, so a result near the threshold reads as such: run r of each side were timed next to each other,
     # and the middle half of those pairs' ratios is where a rerun would most likely land.
-    low, high = quartiles([b / s for s, b in zip(sub, base)])
+    pairs = [b / s for s, b in zip(sub, base)]
+    low, high = percentile(pairs, 0.25), percentile(pairs, 0.75)
     text = (f"baseline {t_base * 1e3:.4f} ms, yours {t_sub * 1e3:.4f} ms (medians of {test.reps} interleaved "
             f"runs): speedup {ratio:.2f}x, need >= {test.threshold:g}x (half of the side-by-side pairs between "
             f"{low:.2f}x and {high:.2f}x)")

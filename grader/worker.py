@@ -482,10 +482,7 @@ def main(jobdir: Path, run_id: str) -> int:
         inst.path = path
         os.environ.update((job.get("launch") or {}).get("env") or {})
         cases = torch.load(job["inputs"], weights_only=True)
-        spec = importlib.util.spec_from_file_location("submission", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["submission"] = module
-        spec.loader.exec_module(module)
+        module = _load_module("submission", path)
         entry = getattr(module, job["entry"], None)
         if job.get("launch"):
             entry = Launcher(entry, job["launch"])
