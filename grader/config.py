@@ -405,8 +405,9 @@ class CourseConfig:
     It must cover the slowest single run: the worker's start, one compilation, one call."""
     workers: int = 0
     """Submissions graded at once; 0 = one per CPU core (1.5 per core on CUDA)."""
-    judges: int = 0
-    """Judge processes (one thread each) beside the workers; 0 = judge in the main process."""
+    judges: int = -1
+    """Judge processes (one thread each) beside the workers; 0 = judge in the main process; -1 (`auto` in
+    config.yaml) = one per four CPU cores when more than one job is graded (none on a 2-core machine)."""
     fork_server: bool = True
     """Fork workers from a server that imported torch and triton once (grader/forkserver.py); false = start
     each worker as a fresh interpreter."""
@@ -429,6 +430,15 @@ def tasks_dir_has(task_id: str, root: Path = ROOT) -> bool:
 
 TIMEOUT_S = {"cuda": 90.0, "cpu": 240.0}
 STALL_S = {"cuda": 30.0, "cpu": 120.0}
+
+
+def _judges(value, where: str) -> int:
+    """grading.judges: `auto` (-1) or a count of judge processes (0 = judge in the main process)."""
+    if value == "auto":
+        return -1
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{where}: grading.judges must be auto or a whole number >= 0, got {value!r}")
+    return value
 
 
 def _per_device(grading: dict, key: str, defaults: dict[str, float], where: str) -> dict[str, float]:
@@ -494,7 +504,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
         timeout_s=timeout,
         stall_s=stall,
         workers=int(grading.get("workers", 0)),
-        judges=int(grading.get("judges", 0)),
+        judges=_judges(grading.get("judges", "auto"), where),
         fork_server=bool(grading.get("fork_server", True)),
         specialize=bool(grading.get("specialize", False)),
         results_dir=str(grading.get("results_dir", "results")),

@@ -146,17 +146,17 @@ def _fmt(v: float) -> str:
 
 def _offsets(flat_positions: torch.Tensor, offset: int, n_span: int) -> str:
     """Describe buffer positions relative to the view: -k before its start, +k past its end, or inside a gap."""
-    before = [int(p) - offset for p in flat_positions if p < offset]
-    after = [int(p) - (offset + n_span) for p in flat_positions if p >= offset + n_span]
-    gaps = [int(p) - offset for p in flat_positions if offset <= p < offset + n_span]
+    before = flat_positions[flat_positions < offset] - offset
+    after = flat_positions[flat_positions >= offset + n_span] - (offset + n_span)
+    gaps = flat_positions[(flat_positions >= offset) & (flat_positions < offset + n_span)] - offset
     parts = []
-    if before:
-        parts.append(f"{len(before)} before the start (offsets {', '.join(str(b) for b in before[-SHOW:])})")
-    if after:
-        parts.append(f"{len(after)} past the end (offsets +{', +'.join(str(a) for a in after[:SHOW])})")
-    if gaps:
-        parts.append(f"{len(gaps)} in the gaps between the rows of a strided view (offsets "
-                     f"{', '.join(str(g) for g in gaps[:SHOW])})")
+    if before.numel():
+        parts.append(f"{before.numel()} before the start (offsets {', '.join(str(int(b)) for b in before[-SHOW:])})")
+    if after.numel():
+        parts.append(f"{after.numel()} past the end (offsets +{', +'.join(str(int(a)) for a in after[:SHOW])})")
+    if gaps.numel():
+        parts.append(f"{gaps.numel()} in the gaps between the rows of a strided view (offsets "
+                     f"{', '.join(str(int(g)) for g in gaps[:SHOW])})")
     return "; ".join(parts)
 
 
@@ -165,20 +165,27 @@ def _offsets(flat_positions: torch.Tensor, offset: int, n_span: int) -> str:
 
 def guard_damage(rec: dict, input: bool = False) -> tuple[torch.Tensor, int, int]:
     """Buffer positions of the guard-band elements that are no longer poison (the inputs' kind of poison around an
-    input), with the view's offset and span."""
+    input), with the view's offset and span. The record lists the band elements that are not the poison the worker
+    filled in (grader/guards.py `guard_record`); every one is checked here: inside the buffer, outside the view,
+    in order, and of the buffer's dtype. Anything else is a garbled record (ValueError)."""
     n, size, stride, offset = int(rec["n"]), tuple(rec["size"]), tuple(rec["stride"]), int(rec["offset"])
     n_span = guards.span(size, stride)
     if offset < 0 or offset + n_span > n:
         raise ValueError("a guarded view lies outside its buffer")
-    values = rec["outside"]
-    n_view = 1 if not size else int(torch.tensor(size).prod())
-    if not isinstance(values, torch.Tensor) or values.dim() != 1 or values.numel() != n - n_view:
-        raise ValueError("the guard bands of a buffer have the wrong length")
+    positions, values = rec["changed"], rec["values"]
+    if not (isinstance(positions, torch.Tensor) and isinstance(values, torch.Tensor)) \
+            or positions.dtype != torch.int64 or positions.dim() != 1 or values.shape != positions.shape \
+            or values.dtype != DTYPES.get(rec.get("dtype")):
+        raise ValueError("the guard bands of a buffer are recorded in the wrong form")
+    if not positions.numel():
+        return positions, offset, n_span
+    if int(positions[0]) < 0 or int(positions[-1]) >= n or bool((positions[1:] <= positions[:-1]).any()):
+        raise ValueError("the guard bands of a buffer list positions out of order or out of range")
+    inside = (positions >= offset) & (positions < offset + n_span)
+    if bool(inside.any()) and bool(guards.region_mask(n, size, stride, offset)[positions[inside]].any()):
+        raise ValueError("the guard bands of a buffer list an element of the view itself")
     changed = guards.bits_view(values) != guards.poison_bits(values.dtype, input)
-    if not bool(changed.any()):
-        return torch.zeros(0, dtype=torch.long), offset, n_span
-    outside_pos = (~guards.region_mask(n, size, stride, offset)).nonzero().flatten()  # only when needed
-    return outside_pos[changed], offset, n_span
+    return positions[changed], offset, n_span
 
 
 def check_guards(rec: dict, name: str, input: bool = False) -> str | None:
@@ -188,7 +195,7 @@ def check_guards(rec: dict, name: str, input: bool = False) -> str | None:
         return None
     where = _offsets(positions, offset, n_span)
     return (f"out-of-bounds write: {positions.numel()} element(s) around {name} "
-            f"({str(rec['outside'].dtype).replace('torch.', '')}, shape {list(rec['size'])}) were overwritten: {where}")
+            f"({rec['dtype']}, shape {list(rec['size'])}) were overwritten: {where}")
 
 
 def _resolve_dtype(out: OutputSpec, args: list) -> torch.dtype:
@@ -269,7 +276,7 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
     if len(inputs) != len(sent):
         return ["the worker's record of the inputs does not match what was sent (garbled result)"]
     for rec, original, name in zip(inputs, sent, names):
-        if list(rec["size"]) != list(original.shape) or rec["outside"].dtype != original.dtype:
+        if list(rec["size"]) != list(original.shape) or DTYPES.get(rec.get("dtype")) != original.dtype:
             return ["the worker's record of the inputs does not match what was sent (garbled result)"]
         msg = check_guards(rec, f"input {name}", input=True)
         if msg:

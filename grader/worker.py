@@ -366,7 +366,7 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
             outputs.append({"kind": type(item).__name__, "repr": repr(item)[:200]})
     record["returned"] = type(result).__name__
     record["outputs"] = outputs
-    record["inputs"] = [guards.guard_record(buf, view, off) for buf, view, off in inputs]
+    record["inputs"] = [guards.guard_record(buf, view, off, input=True) for buf, view, off in inputs]
     record["allocs"] = [{**guards.guard_record(buf, view, off), "base": buf.data_ptr(),
                          "nbytes": buf.numel() * buf.element_size()} for buf, view, off in inst.allocs]
     record["launches"] = list(inst.launches)

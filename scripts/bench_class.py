@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import cProfile
 import dataclasses
 import os
+import pstats
 import shutil
 import sys
 import tempfile
@@ -53,13 +55,38 @@ def synthetic_class(n: int, dest: Path, identical: bool = False) -> Path:
     return dest
 
 
-def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool) -> float:
+def cpu_times() -> tuple[float, float] | None:
+    """(busy, total) core-seconds of the whole machine since boot, from /proc/stat (None elsewhere)."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(fields) - idle) / tick, sum(fields) / tick
+
+
+def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, profile: int = 0) -> float:
     work = Path(tempfile.mkdtemp(prefix="bench-class-"))
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
     root = synthetic_class(n, work / "subs", identical)
+    before = cpu_times()
+    prof = cProfile.Profile() if profile else None
     start = time.perf_counter()
+    if prof:
+        prof.enable()
     run_batch(root, hw, tasks, cfg, device, work / "results", workers, show=lambda s: None)
+    if prof:
+        prof.disable()
     seconds = time.perf_counter() - start
+    after = cpu_times()
+    if before and after:  # is the machine's CPU the limit? (everything running on it counts)
+        busy, total = after[0] - before[0], after[1] - before[1]
+        print(f"cpu     : {busy:.0f} core-seconds busy of {total:.0f} ({100 * busy / max(total, 1e-9):.0f}%), "
+              f"{busy / max(seconds, 1e-9):.1f} cores on average", flush=True)
+    if prof:  # this process only: the oracle, the judge (with grading.judges 0) and the orchestration
+        for key in ("cumulative", "tottime"):
+            pstats.Stats(prof).sort_stats(key).print_stats(profile)
     shutil.rmtree(work, ignore_errors=True)
     return seconds
 
@@ -73,6 +100,8 @@ def main() -> int:
     parser.add_argument("--homework", default="hw4_int8")
     parser.add_argument("--judges", type=int, default=None, help="override config.yaml's grading.judges")
     parser.add_argument("--identical", action="store_true", help="copies share kernel sources (and compilations)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="profile this process in the parallel run and print its N costliest functions")
     args = parser.parse_args()
     tasks, _ = discover_tasks()
     cfg = load_config(tasks=tasks)
@@ -89,7 +118,7 @@ def main() -> int:
               f"{serial * 200:.0f} s for 200", flush=True)
     if not args.students:
         return 0
-    parallel = timed(args.students, args.workers, device, hw, tasks, cfg, args.identical)
+    parallel = timed(args.students, args.workers, device, hw, tasks, cfg, args.identical, args.profile)
     kind = ", identical copies" if args.identical else ""
     print(f"parallel: {args.students} students ({files} files{kind}) in {parallel:.1f} s on {device}"
           f" (judges: {cfg.judges})")

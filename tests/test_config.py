@@ -66,3 +66,13 @@ def test_time_limits_take_a_device_and_seconds(tmp_path):
     (tmp_path / "b.yaml").write_text(base.replace("    cpu: 120 ", "    gpu: 120 "))
     with pytest.raises(ConfigError, match=r"b.yaml: " + rule + "gpu: 120"):
         load_config(tmp_path / "b.yaml")
+
+
+def test_judges_are_auto_or_a_count(tmp_path):
+    base = (ROOT / "config.yaml").read_text()
+    assert load_config(ROOT / "config.yaml").judges == -1  # auto
+    (tmp_path / "a.yaml").write_text(base.replace("  judges: auto ", "  judges: 3 "))
+    assert load_config(tmp_path / "a.yaml").judges == 3
+    (tmp_path / "b.yaml").write_text(base.replace("  judges: auto ", "  judges: many "))
+    with pytest.raises(ConfigError, match=r"b.yaml: grading.judges must be auto or a whole number >= 0, got 'many'"):
+        load_config(tmp_path / "b.yaml")

@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from grader import guards, judge
@@ -47,14 +48,44 @@ def test_guard_check_reports_writes_into_gaps():
     assert "1 element(s) around x" in msg and "gaps between the rows" in msg
 
 
-def test_guard_record_sends_bands_and_a_digest_not_the_view():
+def test_guard_record_sends_changed_band_elements_and_a_digest_not_the_view():
     x = torch.randn(300)
     buf, view, off = guards.guarded_copy(x, "cpu")
-    rec = guards.guard_record(buf, view, off)
-    assert rec["outside"].numel() == buf.numel() - 300
+    rec = guards.guard_record(buf, view, off, input=True)
+    assert rec["changed"].numel() == 0 and rec["values"].numel() == 0 and rec["dtype"] == "float32"
     assert rec["sha256"] == guards.digest(x)
     view[7] = 0.0
-    assert guards.guard_record(buf, view, off)["sha256"] != guards.digest(x)
+    buf[off - 3] = 1.5
+    buf[off + 300] = float("nan")  # a computed NaN: another bit pattern than the poison
+    rec = guards.guard_record(buf, view, off, input=True)
+    assert rec["sha256"] != guards.digest(x)
+    assert rec["changed"].tolist() == [off - 3, off + 300] and rec["values"][0] == 1.5
+    msg = judge.check_guards(rec, "x", input=True)
+    assert "2 element(s) around x" in msg and "offsets -3" in msg and "offsets +0" in msg
+    # The output poison is not the input poison: a band filled with the wrong kind reads as damage.
+    assert guards.guard_record(buf, view, off)["changed"].numel() == buf.numel() - 300
+
+
+@pytest.mark.parametrize("forge", ["inside_view", "unsorted", "out_of_range", "wrong_dtype", "no_values"])
+def test_a_forged_guard_record_is_garbled_not_clean(forge):
+    buf, view, off = guards.guarded_like(torch.empty(10, dtype=torch.int8))
+    view.fill_(1)
+    buf[off + 10] = 5
+    buf[off - 1] = 6
+    rec = guards.guard_record(buf, view, off)
+    assert rec["changed"].tolist() == [off - 1, off + 10]
+    if forge == "inside_view":  # hiding damage by listing an element of the view instead
+        rec["changed"] = torch.tensor([off - 1, off + 2])
+    elif forge == "unsorted":
+        rec["changed"] = rec["changed"].flip(0)
+    elif forge == "out_of_range":
+        rec["changed"] = torch.tensor([off - 1, buf.numel()])
+    elif forge == "wrong_dtype":
+        rec["values"] = rec["values"].float()
+    else:
+        rec["values"] = None
+    with pytest.raises(ValueError):
+        judge.check_guards(rec, "q")
 
 
 def test_region_mask_dense_strided_and_scalar():
