@@ -75,7 +75,9 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
     start = time.perf_counter()
     if prof:
         prof.enable()
-    run_batch(root, hw, tasks, cfg, device, work / "results", workers, show=lambda s: None)
+    done: list[float] = []  # when each job's result came in (run_batch shows one summary per job)
+    run_batch(root, hw, tasks, cfg, device, work / "results", workers,
+              show=lambda s: done.append(time.perf_counter() - start))
     if prof:
         prof.disable()
     seconds = time.perf_counter() - start
@@ -84,6 +86,9 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
         busy, total = after[0] - before[0], after[1] - before[1]
         print(f"cpu     : {busy:.0f} core-seconds busy of {total:.0f} ({100 * busy / max(total, 1e-9):.0f}%), "
               f"{busy / max(seconds, 1e-9):.1f} cores on average", flush=True)
+    if done:  # a long tail (one slow job at the end) shows as a late 100% after an early 90%
+        print("results : " + ", ".join(f"{q}% in {done[min(len(done) - 1, len(done) * q // 100)]:.0f} s"
+                                        for q in (25, 50, 75, 90, 100)), flush=True)
     if prof:  # this process only: the oracle, the judge (with grading.judges 0) and the orchestration
         for key in ("cumulative", "tottime"):
             pstats.Stats(prof).sort_stats(key).print_stats(profile)
@@ -121,7 +126,7 @@ def main() -> int:
     parallel = timed(args.students, args.workers, device, hw, tasks, cfg, args.identical, args.profile)
     kind = ", identical copies" if args.identical else ""
     print(f"parallel: {args.students} students ({files} files{kind}) in {parallel:.1f} s on {device}"
-          f" (judges: {cfg.judges})")
+          f" (judges: {'auto' if cfg.judges < 0 else cfg.judges})")
     if serial:
         print(f"speed-up: about {serial * args.students / parallel:.1f}x")
     return 0
