@@ -1,7 +1,9 @@
 """The worker's handling of a loaded submission's kernels (no launch: these run on any machine)."""
 
+import dataclasses
 import os
 import types
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +31,15 @@ def test_unspecialize_reaches_plain_and_autotuned_kernels():
     for kernel in (plain, tuned.fn):
         flags = {p.name: (p.do_not_specialize, p.do_not_specialize_on_alignment) for p in kernel.params}
         assert flags == {"x_ptr": (True, True), "n": (True, True), "BLOCK": (False, False)}
+
+
+def test_cuda_case_workers_get_one_work_queue_and_timing_workers_keep_the_default(monkeypatch):
+    from grader.runner import JobSpec, spec_env
+
+    monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
+    spec = JobSpec(Path("s.py"), "f", [], "cuda", Path("in.pt"), 10.0)
+    assert spec_env(spec)["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in spec_env(dataclasses.replace(spec, perf=[{"index": 0}]))
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in spec_env(dataclasses.replace(spec, device="cpu"))
+    monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "4")  # a TA's own setting wins
+    assert spec_env(spec)["CUDA_DEVICE_MAX_CONNECTIONS"] == "4"
