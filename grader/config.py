@@ -407,7 +407,7 @@ class CourseConfig:
     """Submissions graded at once; 0 = one per CPU core (1.5 per core on CUDA)."""
     judges: int = -1
     """Judge processes (one thread each) beside the workers; 0 = judge in the main process; -1 (`auto` in
-    config.yaml) = one per four CPU cores when more than one job is graded (none on a 2-core machine)."""
+    config.yaml) = one per two CPU cores when more than one job is graded."""
     fork_server: bool = True
     """Fork workers from a server that imported torch and triton once (grader/forkserver.py); false = start
     each worker as a fresh interpreter."""

@@ -454,7 +454,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         ForkServer.get(device, worker_env(device))
     base = Path(tempfile.mkdtemp(prefix="grader-"))
     try:
-        judges = (cfg.judges if cfg.judges >= 0 else cores // 4) if len(jobs) > 1 else 0  # judge processes: below
+        judges = (cfg.judges if cfg.judges >= 0 else cores // 2) if len(jobs) > 1 else 0  # judge processes: below
         prepared = Prepared(device, base, save_answers=bool(judges))
         contexts = []
         for n, job in enumerate(jobs):
@@ -475,9 +475,9 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
 
         # Judging costs up to a second or two a job at CUDA sizes. Here it runs in a pool of judge processes (one
         # thread each, reading the oracle's answers that this process computed): config.yaml's grading.judges,
-        # by default one per four cores, so a class's judging keeps up with its workers (on the 16-core H100 box,
-        # 760 jobs judged here one at a time would take longer than the workers). With 0, or a single job, it
-        # runs here, one job at a time.
+        # by default one per two cores, so a class's judging keeps up with its workers (on the 16-core H100 box,
+        # 40 students: 132 s with 8 judges, 139-152 s with 4, when the machine's CPU was 86% and 66-74% busy).
+        # With 0, or a single job, it runs here, one job at a time.
         judge_pool = ProcessPoolExecutor(judges, mp_context=multiprocessing.get_context("spawn"),
                                          initializer=torch.set_num_threads, initargs=(1,)) if judges else None
         judging: dict = {}
