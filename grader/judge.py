@@ -83,7 +83,7 @@ class WorkerResults:
                 data = torch.load(path, weights_only=True)
                 if not isinstance(data, dict) or data.get("id") != case_id or not isinstance(data.get("runs"), list):
                     raise ValueError("unexpected content")
-                return data["runs"], ""
+                return resolve_shared(data["runs"]), ""
             except Exception as exc:  # noqa: BLE001 - garbled results fail closed
                 return None, f"the worker's result for this case is unreadable ({type(exc).__name__}: {exc})"
         try:
@@ -123,6 +123,26 @@ class WorkerResults:
         if status.get("perf") == test_id:
             return None, f"not timed: {run.describe_exit()} while timing this test"
         return None, f"not timed: {run.describe_exit()} before this test was timed"
+
+
+def resolve_shared(runs: list) -> list:
+    """Put back the outputs the worker sent once for several runs (grader/worker.py `share_outputs`): an output
+    `same_as: [run, output]` gets that earlier run's tensor (the same object, so its values are judged once).
+    A reference to anything but an earlier run's tensor output is a garbled result (ValueError)."""
+    for r, run in enumerate(runs):
+        outputs = run.get("outputs") if isinstance(run, dict) else None
+        for out in outputs if isinstance(outputs, list) else []:
+            if not isinstance(out, dict) or "same_as" not in out:
+                continue
+            ref = out.pop("same_as")
+            if not (isinstance(ref, list) and len(ref) == 2 and all(type(v) is int for v in ref) and 0 <= ref[0] < r):
+                raise ValueError(f"an output refers to {ref!r}, not to an earlier run")
+            earlier = runs[ref[0]].get("outputs")
+            target = earlier[ref[1]] if isinstance(earlier, list) and 0 <= ref[1] < len(earlier) else None
+            if not isinstance(target, dict) or not isinstance(target.get("tensor"), torch.Tensor):
+                raise ValueError(f"an output refers to {ref!r}, which holds no tensor")
+            out["tensor"] = target["tensor"]
+    return runs
 
 
 # ------------------------------------------------------------------------------------------------- formatting
@@ -255,8 +275,27 @@ def _error_text(error: str) -> str:
     return "\n".join(lines[:12])
 
 
-def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: list[str]) -> list[str]:
-    """Every problem of one call (one case under one config); empty when it is right."""
+def value_problem(spec: OutputSpec, t: torch.Tensor, ref: torch.Tensor) -> str | None:
+    """What is wrong with the values of one output (poison left, NaN read, values off); None when right."""
+    bits = guards.bits_view(t)
+    unwritten = int((bits == guards.poison_bits(t.dtype)).sum())
+    if unwritten:
+        first = (bits == guards.poison_bits(t.dtype)).flatten().nonzero().flatten()[:SHOW]
+        return (f"{spec.name}: {unwritten} element(s) still hold the poison the buffer was filled "
+                f"with (never written, or copied from outside an input): "
+                f"{', '.join(spec.name + _index(int(i), tuple(t.shape)) for i in first)}")
+    if t.is_floating_point() and not ref.double().isnan().any():
+        nans = int(t.isnan().sum())
+        if nans:
+            return (f"{spec.name}: {nans} NaN element(s): the kernel read poison (NaN) from outside "
+                    "an input (a missing load mask?) or divided by zero")
+    return compare_values(spec, t, ref)
+
+
+def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: list[str],
+              memo: dict | None = None) -> list[str]:
+    """Every problem of one call (one case under one config); empty when it is right. `memo` keeps the value
+    checks of outputs shared by several runs (one tensor object), so each is judged once."""
     if run.get("error"):
         where = "; ".join(run.get("where") or [])
         first, *rest = _error_text(str(run["error"])).splitlines() or ["an exception"]
@@ -322,23 +361,14 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
                 if not any(base <= p < base + size for launch in launches for p in launch.get("ptrs", [])):
                     problems.append(f"{spec.name} was not passed to any Triton kernel launched during the call; "
                                     "it must be written by your kernel")
-        bits = guards.bits_view(t)
-        unwritten = int((bits == guards.poison_bits(t.dtype)).sum())
-        if unwritten:
-            first = (bits == guards.poison_bits(t.dtype)).flatten().nonzero().flatten()[:SHOW]
-            problems.append(f"{spec.name}: {unwritten} element(s) still hold the poison the buffer was filled "
-                            f"with (never written, or copied from outside an input): "
-                            f"{', '.join(spec.name + _index(int(i), tuple(t.shape)) for i in first)}")
-            continue
-        if t.is_floating_point() and not ref.double().isnan().any():
-            nans = int(t.isnan().sum())
-            if nans:
-                problems.append(f"{spec.name}: {nans} NaN element(s): the kernel read poison (NaN) from outside "
-                                "an input (a missing load mask?) or divided by zero")
-                continue
-        msg = compare_values(spec, t, ref)
-        if msg:
-            problems.append(msg)
+        key = (id(t), id(ref), spec.name)
+        if memo is None or key not in memo:
+            value = value_problem(spec, t, ref)
+            if memo is None:
+                memo = {}
+            memo[key] = (value, t, ref)  # the tensors too: their ids stay theirs while the memo lives
+        if memo[key][0]:
+            problems.append(memo[key][0])
     return problems
 
 
@@ -365,9 +395,10 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
         return Verdict(False, "the worker recorded no run of this case (garbled result)")
     names = input_names(task, case)
     failing, staff = [], []
+    memo: dict = {}
     for run in runs:
         try:
-            problems = check_run(task, case, run, device, names)
+            problems = check_run(task, case, run, device, names, memo)
         except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
             problems = [f"the worker's record of this call is garbled ({type(exc).__name__}: {exc})"]
         if run.get("fatal"):

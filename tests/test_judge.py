@@ -1,5 +1,6 @@
 import json
 
+import pytest
 import torch
 
 from grader import judge
@@ -95,3 +96,28 @@ def test_shards_keep_specializations_together_and_follow_their_count():
     assert [0, 1] in plan[0]  # 16x16 and 32x48 share a specialization
     assert len(plan[0]) == 4 and plan[1] == [[0, 1]]
     assert plan_shards({0: heavy}, workers=1) == {0: [[0, 1, 2, 3, 4]]}
+
+
+def test_outputs_shared_by_runs_are_sent_once_and_judged_once():
+    from grader import worker
+
+    same = torch.arange(6, dtype=torch.int8).reshape(2, 3)
+    runs = [{"outputs": [{"kind": "tensor", "tensor": same.clone()}]},
+            {"outputs": [{"kind": "tensor", "tensor": same.clone()}]},
+            {"outputs": [{"kind": "tensor", "tensor": same.clone().t().contiguous().t()}]},  # other strides
+            {"outputs": [{"kind": "tensor", "tensor": same + 1}]}]
+    worker.share_outputs(runs)
+    assert "tensor" not in runs[1]["outputs"][0] and runs[1]["outputs"][0]["same_as"] == [0, 0]
+    assert "same_as" not in runs[2]["outputs"][0] and "same_as" not in runs[3]["outputs"][0]
+    judge.resolve_shared(runs)
+    assert runs[1]["outputs"][0]["tensor"] is runs[0]["outputs"][0]["tensor"]
+
+
+@pytest.mark.parametrize("ref", [[1, 0], [0, 1], [-1, 0], "0,0", [0.0, 0]])
+def test_an_output_that_refers_to_no_earlier_tensor_is_garbled(ref):
+    runs = [{"outputs": [{"kind": "tensor", "tensor": torch.zeros(2)}]},
+            {"outputs": [{"kind": "tensor", "same_as": ref}]}]
+    if ref == [1, 0]:  # itself
+        runs = [runs[0], runs[1]]
+    with pytest.raises(ValueError):
+        judge.resolve_shared(runs)
