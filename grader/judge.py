@@ -183,6 +183,10 @@ def _offsets(flat_positions: torch.Tensor, offset: int, n_span: int) -> str:
 # ------------------------------------------------------------------------------------------------- the checks
 
 
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
 def guard_damage(rec: dict, input: bool = False) -> tuple[torch.Tensor, int, int]:
     """Buffer positions of the guard-band elements that are no longer poison (the inputs' kind of poison around an
     input), with the view's offset and span. The record lists the band elements that are not the poison the worker
@@ -195,7 +199,7 @@ def guard_damage(rec: dict, input: bool = False) -> tuple[torch.Tensor, int, int
     positions, values = rec["changed"], rec["values"]
     if not (isinstance(positions, torch.Tensor) and isinstance(values, torch.Tensor)) \
             or positions.dtype != torch.int64 or positions.dim() != 1 or values.shape != positions.shape \
-            or values.dtype != DTYPES.get(rec.get("dtype")):
+            or _dtype_name(values.dtype) != rec.get("dtype"):
         raise ValueError("the guard bands of a buffer are recorded in the wrong form")
     if not positions.numel():
         return positions, offset, n_span
@@ -315,7 +319,7 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
     if len(inputs) != len(sent):
         return ["the worker's record of the inputs does not match what was sent (garbled result)"]
     for rec, original, name in zip(inputs, sent, names):
-        if list(rec["size"]) != list(original.shape) or DTYPES.get(rec.get("dtype")) != original.dtype:
+        if list(rec["size"]) != list(original.shape) or rec.get("dtype") != _dtype_name(original.dtype):
             return ["the worker's record of the inputs does not match what was sent (garbled result)"]
         msg = check_guards(rec, f"input {name}", input=True)
         if msg:
