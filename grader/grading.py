@@ -370,6 +370,7 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         staff.update({"worker_log": ctx.results.log if ctx.results else "",
                       "worker_exit": "; ".join(f"{r.run_id}: {r.describe_exit()}" for r in runs),
                       "worker_seconds": round(max(r.seconds for r in runs), 2),
+                      "worker_quiet_s": max(r.quiet_s for r in runs),
                       "workers": len(runs)})
     pictures = {job.task.cases[i].id: v.picture for i, v in ctx._verdicts.items() if v.picture}
     return TaskResult(

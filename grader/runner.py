@@ -32,6 +32,9 @@ class WorkerRun:
     cases: list[int] = field(default_factory=list)
     stalled_s: float = 0.0
     """Set when the worker was stopped for making no progress: the stall limit it exceeded."""
+    quiet_s: float = 0.0
+    """The longest stretch without a progress report, as the runner saw it (with a stall limit only): what a
+    right worker needs of `grading.stall_s` (scripts/bench_class.py reports it over a class)."""
 
     def status(self) -> dict:
         try:
@@ -130,7 +133,7 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
             proc = _Spawned(subprocess.Popen(
                 [sys.executable, "-m", "grader.worker", str(jobdir), run_id], cwd=scratch, env=env, stdout=log,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
-    ended = _wait(proc, timeout_s, spec.stall_s, jobdir / f"status-{run_id}.json")
+    ended, quiet_s = _wait(proc, timeout_s, spec.stall_s, jobdir / f"status-{run_id}.json")
     timed_out = ended != "ended"
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
@@ -140,29 +143,33 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
     text = log_path.read_text(errors="replace")
     return WorkerRun(jobdir=jobdir, returncode=None if timed_out else proc.returncode, timed_out=timed_out,
                      seconds=time.monotonic() - start, log=text[-20000:], run_id=run_id, cases=list(cases),
-                     stalled_s=spec.stall_s if ended == "stalled" else 0.0)
+                     stalled_s=spec.stall_s if ended == "stalled" else 0.0, quiet_s=round(quiet_s, 2))
 
 
-def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Path) -> str:
+def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Path) -> tuple[str, float]:
     """Wait for the worker: "ended", "timeout" (still running at `timeout_s`) or "stalled" (its status file
-    unchanged for `stall_s` seconds; 0: no stall limit). The file's time is the worker's word, so a worker can
-    only delay its stop this way, never past the time limit."""
+    unchanged for `stall_s` seconds; 0: no stall limit), and the longest stretch it went without a progress
+    report (0 without a stall limit). The file's time is the worker's word, so a worker can only delay its stop
+    this way, never past the time limit."""
     start = time.monotonic()
     last = time.time()  # the stall clock starts with the worker
+    quiet = 0.0
     while True:
         left = timeout_s - (time.monotonic() - start)
         if left <= 0:
-            return "timeout"
+            return "timeout", max(quiet, time.time() - last)
         if not stall_s:
-            return "ended" if proc.wait(left) else "timeout"
+            return ("ended" if proc.wait(left) else "timeout"), 0.0
         if proc.wait(min(left, max(0.05, stall_s / 20))):
-            return "ended"
+            return "ended", max(quiet, time.time() - last)
         try:
-            last = max(last, status.stat().st_mtime)
+            mtime = status.stat().st_mtime
+            if mtime > last:
+                quiet, last = max(quiet, mtime - last), mtime
         except OSError:
             pass
         if time.time() - last > stall_s:
-            return "stalled"
+            return "stalled", time.time() - last
 
 
 class _Spawned:

@@ -15,6 +15,7 @@ import argparse
 import ast
 import cProfile
 import dataclasses
+import json
 import os
 import pstats
 import shutil
@@ -66,6 +67,23 @@ def cpu_times() -> tuple[float, float] | None:
     return (sum(fields) - idle) / tick, sum(fields) / tick
 
 
+def quiet_report(results: Path, stall_s: float) -> None:
+    """How close right workers came to the stall limit: the longest stretch each job's workers went without a
+    progress report (staff JSON `worker_quiet_s`), over the jobs whose workers were not stopped."""
+    quiet, stopped = [], 0
+    for path in results.glob("*/*.staff.json"):
+        staff = json.loads(path.read_text()).get("staff", {})
+        if "stopped" in staff.get("worker_exit", ""):
+            stopped += 1
+        elif staff.get("worker_quiet_s"):
+            quiet.append((staff["worker_quiet_s"], f"{path.parent.name}/{path.name.split('.')[0]}"))
+    if quiet:
+        quiet.sort()
+        print(f"quiet   : longest wait for a progress report, jobs not stopped: max {quiet[-1][0]:.1f} s "
+              f"({quiet[-1][1]}), 99th percentile {quiet[int(0.99 * (len(quiet) - 1))][0]:.1f} s, median "
+              f"{quiet[len(quiet) // 2][0]:.1f} s; stall limit {stall_s:g} s; {stopped} job(s) stopped", flush=True)
+
+
 def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, profile: int = 0) -> float:
     work = Path(tempfile.mkdtemp(prefix="bench-class-"))
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
@@ -89,6 +107,7 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
     if done:  # a long tail (one slow job at the end) shows as a late 100% after an early 90%
         print("results : " + ", ".join(f"{q}% in {done[min(len(done) - 1, len(done) * q // 100)]:.0f} s"
                                         for q in (25, 50, 75, 90, 100)), flush=True)
+    quiet_report(work / "results", cfg.stall_s.get(device, 0.0))
     if prof:  # this process only: the oracle, the judge (with grading.judges 0) and the orchestration
         for key in ("cumulative", "tottime"):
             pstats.Stats(prof).sort_stats(key).print_stats(profile)

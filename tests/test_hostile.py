@@ -74,6 +74,8 @@ def test_a_stalled_worker_is_stopped_before_its_time_limit(tmp_path, small_task,
     tests = _by_name(hang_r)
     assert "made no progress for 10 s (grading.stall_s) while running this case" in tests["n1_fp32"].message
     assert tests["n127_fp16"].message.startswith("not run:")
+    # what the staff see of how close each came to the limit: the longest stretch without a progress report
+    assert 0 < good_r.staff["worker_quiet_s"] < 10 <= hang_r.staff["worker_quiet_s"]
 
 
 def test_import_error_is_reported_with_its_line(tmp_path, small_task, cfg):
