@@ -49,6 +49,11 @@ def bits_view(t: torch.Tensor) -> torch.Tensor:
     return t.view(_INT_VIEW[t.dtype]) if t.dtype in _INT_VIEW else t
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """A dtype as a guard record names it: `float16`, `int8`, ..."""
+    return str(dtype).replace("torch.", "")
+
+
 def poison_bits(dtype: torch.dtype, input: bool = False) -> int:
     """The poison value, as the integer that `bits_view` shows (`input`: the poison around inputs)."""
     if dtype in _FLOAT_POISON_BITS:
@@ -143,5 +148,5 @@ def guard_record(buf: torch.Tensor, view: torch.Tensor, offset: int, input: bool
     mask = region_mask(buf.numel(), view.shape, view.stride(), offset, device=buf.device)
     changed = ((bits_view(buf) != poison_bits(buf.dtype, input)) & ~mask).nonzero().flatten()
     return {"n": buf.numel(), "size": list(view.shape), "stride": list(view.stride()), "offset": offset,
-            "dtype": str(buf.dtype).replace("torch.", ""), "changed": changed.to("cpu"),
+            "dtype": dtype_name(buf.dtype), "changed": changed.to("cpu"),
             "values": buf[changed].to("cpu"), "sha256": digest(view)}

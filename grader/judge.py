@@ -183,10 +183,6 @@ def _offsets(flat_positions: torch.Tensor, offset: int, n_span: int) -> str:
 # ------------------------------------------------------------------------------------------------- the checks
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
-
-
 def guard_damage(rec: dict, input: bool = False) -> tuple[torch.Tensor, int, int]:
     """Buffer positions of the guard-band elements that are no longer poison (the inputs' kind of poison around an
     input), with the view's offset and span. The record lists the band elements that are not the poison the worker
@@ -199,7 +195,7 @@ def guard_damage(rec: dict, input: bool = False) -> tuple[torch.Tensor, int, int
     positions, values = rec["changed"], rec["values"]
     if not (isinstance(positions, torch.Tensor) and isinstance(values, torch.Tensor)) \
             or positions.dtype != torch.int64 or positions.dim() != 1 or values.shape != positions.shape \
-            or _dtype_name(values.dtype) != rec.get("dtype"):
+            or guards.dtype_name(values.dtype) != rec.get("dtype"):
         raise ValueError("the guard bands of a buffer are recorded in the wrong form")
     if not positions.numel():
         return positions, offset, n_span
@@ -281,10 +277,10 @@ def _error_text(error: str) -> str:
 
 def value_problem(spec: OutputSpec, t: torch.Tensor, ref: torch.Tensor) -> str | None:
     """What is wrong with the values of one output (poison left, NaN read, values off); None when right."""
-    bits = guards.bits_view(t)
-    unwritten = int((bits == guards.poison_bits(t.dtype)).sum())
+    poisoned = guards.bits_view(t) == guards.poison_bits(t.dtype)
+    unwritten = int(poisoned.sum())
     if unwritten:
-        first = (bits == guards.poison_bits(t.dtype)).flatten().nonzero().flatten()[:SHOW]
+        first = poisoned.flatten().nonzero().flatten()[:SHOW]
         return (f"{spec.name}: {unwritten} element(s) still hold the poison the buffer was filled "
                 f"with (never written, or copied from outside an input): "
                 f"{', '.join(spec.name + _index(int(i), tuple(t.shape)) for i in first)}")
@@ -300,6 +296,7 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
               memo: dict | None = None) -> list[str]:
     """Every problem of one call (one case under one config); empty when it is right. `memo` keeps the value
     checks of outputs shared by several runs (one tensor object), so each is judged once."""
+    memo = {} if memo is None else memo
     if run.get("error"):
         where = "; ".join(run.get("where") or [])
         first, *rest = _error_text(str(run["error"])).splitlines() or ["an exception"]
@@ -319,7 +316,7 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
     if len(inputs) != len(sent):
         return ["the worker's record of the inputs does not match what was sent (garbled result)"]
     for rec, original, name in zip(inputs, sent, names):
-        if list(rec["size"]) != list(original.shape) or rec.get("dtype") != _dtype_name(original.dtype):
+        if list(rec["size"]) != list(original.shape) or rec.get("dtype") != guards.dtype_name(original.dtype):
             return ["the worker's record of the inputs does not match what was sent (garbled result)"]
         msg = check_guards(rec, f"input {name}", input=True)
         if msg:
@@ -343,7 +340,7 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
         want_dtype = _resolve_dtype(spec, case.args)
         head = []
         if t.dtype != want_dtype:
-            head.append(f"dtype {str(t.dtype).replace('torch.', '')}, expected {str(want_dtype).replace('torch.', '')}")
+            head.append(f"dtype {guards.dtype_name(t.dtype)}, expected {guards.dtype_name(want_dtype)}")
         if tuple(t.shape) != tuple(ref.shape):
             head.append(f"shape {list(t.shape)}, expected {list(ref.shape)}")
         if str(got.get("device", "")).split(":")[0] != device:
@@ -366,11 +363,8 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
                     problems.append(f"{spec.name} was not passed to any Triton kernel launched during the call; "
                                     "it must be written by your kernel")
         key = (id(t), id(ref), spec.name)
-        if memo is None or key not in memo:
-            value = value_problem(spec, t, ref)
-            if memo is None:
-                memo = {}
-            memo[key] = (value, t, ref)  # the tensors too: their ids stay theirs while the memo lives
+        if key not in memo:  # the tensors are kept too, so their ids stay theirs while the memo lives
+            memo[key] = (value_problem(spec, t, ref), t, ref)
         if memo[key][0]:
             problems.append(memo[key][0])
     return problems

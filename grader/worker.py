@@ -376,8 +376,9 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
 def share_outputs(runs: list[dict]) -> None:
     """An output with the same bits (dtype, shape and strides) as the same output of an earlier run of the case
     is sent as a reference to it, `same_as: [run, output]`, instead of a second copy. A right kernel gives the
-    same bits under every autotune config (all of the INT8 tasks do: integer accumulation), so the case files,
-    and the judge's reading and comparing, shrink by the number of configs. The judge resolves each reference."""
+    same bits under every autotune config as a rule (quantization does not depend on the tiles, and the INT8
+    matmul accumulates in integers), so the case files, and the judge's reading and comparing, then shrink by the
+    number of configs. The judge resolves each reference (grader/judge.py `resolve_shared`)."""
     for r, run in enumerate(runs):
         for k, out in enumerate(run.get("outputs") or []):
             t = out.get("tensor")
