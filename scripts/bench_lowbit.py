@@ -2,16 +2,21 @@
 the grader's speed tests measure (grader.worker.time_calls: fresh inputs and an L2 flush per call, host clock
 around device-wide synchronize, interleaved, medians), plus each autotune config forced alone.
 
-    python scripts/bench_lowbit.py [--reps 50] [--k 8192 100864]
+    python scripts/bench_lowbit.py [--reps 50] [--k 8192 100864] [--configs] [--breakdown]
 
 Prints a table of medians and ratios (baseline / fused: > 1 means the fused kernel is faster), and each result's
-worst error as a share of the task's tolerance. Needs CUDA. Performance is never asserted in the grader's tests.
+worst error as a share of the task's tolerance. `--breakdown` also splits each side's time into the host's share
+(from the synchronized start until the call returns: argument checks, allocations, launches) and the GPU's (each
+kernel's duration from the profiler), which says whether a gap comes from the kernels or from launching them.
+Needs CUDA. Performance is never asserted in the grader's tests.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections import defaultdict
 from pathlib import Path
 
 import torch
@@ -31,6 +36,30 @@ def tolerance_share(got: torch.Tensor, ref: torch.Tensor, rtol: float, atol: flo
     return float(((got.double() - ref).abs() / (atol + rtol * ref.abs())).max())
 
 
+def breakdown(name: str, fn, args: list, kwargs: dict, reps: int) -> None:
+    """Print the median host time of a call (synchronized start to return) and its kernels' median durations."""
+    from torch.profiler import ProfilerActivity, profile
+
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    for _ in range(3):
+        fn(*args, **kwargs)
+    host = []
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            flush.bitwise_not_()  # evicts L2; its kernel is told apart from the call's kernels by its name
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            fn(*args, **kwargs)
+            host.append(time.perf_counter() - start)
+            torch.cuda.synchronize()
+    kernels = defaultdict(list)
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA and "bitwise_not" not in event.name:
+            kernels[event.name[:48]].append(event.time_range.elapsed_us())
+    gpu = "; ".join(f"{k} {median(v):.1f} us" for k, v in kernels.items())
+    print(f"    {name}: host {median(host) * 1e6:.1f} us until the call returns; kernels: {gpu}", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=50)
@@ -39,6 +68,7 @@ def main() -> int:
     ap.add_argument("--configs", action="store_true", help="also time every autotune config forced alone")
     ap.add_argument("--solution", type=Path, default=TASK / "solution.py", help="the fused kernel's file")
     ap.add_argument("--no-slow", action="store_true", help="skip wrong/no_split_k.py")
+    ap.add_argument("--breakdown", action="store_true", help="host time and kernel times of each side (profiler)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("needs CUDA")
@@ -58,6 +88,10 @@ def main() -> int:
         dev = [t.cuda() if isinstance(t, torch.Tensor) else t for t in a]
         x_hat = lowbit_dw.dequantize64(a[1], a[2], a[3], 2, 768).to(torch.bfloat16).double().cuda()
         ref = dev[0].double().t() @ x_hat
+        if args.breakdown:
+            print(f"K={k} breakdown (medians of {args.reps} calls, each after an L2 flush and a synchronize):")
+            breakdown("fused   ", solution.dw_from_packed, dev, kw, args.reps)
+            breakdown("baseline", baseline, dev, kw, args.reps)
         variants = [("fused (autotuned)", solution.dw_from_packed, all_configs)]
         if args.configs:
             variants += [(f"fused [{config_label(c)}]", solution.dw_from_packed, [c]) for c in all_configs]
