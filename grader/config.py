@@ -21,7 +21,8 @@ DEVICES = ("cuda", "cpu")
 GATES = ("imports", "signatures")
 AUTOTUNE_TEST = "autotune"
 CASE_RESERVED_KEYS = {"id", "points", "cpu"}
-PERF_KEYS = {"baseline", "threshold", "devices", "warmup", "reps", "tests"}
+PERF_KEYS = {"baseline", "threshold", "devices", "warmup", "reps", "clock", "tests"}
+CLOCKS = ("gpu", "wall")
 
 
 class ConfigError(ValueError):
@@ -144,6 +145,10 @@ class PerfTest:
     """Untimed calls of each side first (compilation, autotuning)."""
     reps: int = 50
     """Timed calls of each side, interleaved; the verdict uses the medians."""
+    clock: str = "gpu"
+    """What a call's time is on CUDA: "gpu", the span of its GPU work over all streams (first kernel start to last
+    kernel end, from the profiler), or "wall", the host clock from the call to the synchronize after it, which also
+    counts the Python before the first launch. On the CPU it is always the host clock."""
 
 
 @dataclass(frozen=True)
@@ -325,7 +330,7 @@ def load_task(folder: Path) -> TaskSpec:
 
 
 def _load_perf(raw: Any, folder: Path, where: str, case_ids: set[str]) -> list[PerfTest]:
-    """The `perf` block: shared settings (baseline, threshold, devices, warmup, reps) and its tests."""
+    """The `perf` block: shared settings (baseline, threshold, devices, warmup, reps, clock) and its tests."""
     if raw is None:
         return []
     pw = f"{where}: perf"
@@ -344,6 +349,9 @@ def _load_perf(raw: Any, folder: Path, where: str, case_ids: set[str]) -> list[P
     warmup, reps = int(raw.get("warmup", 10)), int(raw.get("reps", 50))
     if warmup < 1 or reps < 5:
         raise ConfigError(f"{pw}: warmup must be >= 1 and reps >= 5 (a median of a few runs is noise)")
+    clock = raw.get("clock", "gpu")
+    if clock not in CLOCKS:
+        raise ConfigError(f"{pw}.clock: must be one of {' / '.join(CLOCKS)}, got {clock!r}")
     tests, seen = [], set()
     for i, t in enumerate(_need(raw, "tests", pw, list)):
         tw = f"{pw}.tests[{i}]"
@@ -355,7 +363,8 @@ def _load_perf(raw: Any, folder: Path, where: str, case_ids: set[str]) -> list[P
             raise ConfigError(f"{tw}: case '{case}' is not one of the task's cases")
         seen.add(test_id)
         tests.append(PerfTest(id=test_id, points=float(_need(t, "points", tw, (int, float))), case=case,
-                              baseline=baseline, threshold=threshold, devices=devices, warmup=warmup, reps=reps))
+                              baseline=baseline, threshold=threshold, devices=devices, warmup=warmup, reps=reps,
+                              clock=clock))
     return tests
 
 

@@ -528,7 +528,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                     continue
                 perf = [{"index": i, "test": p.id, "case": job.task.case_index(p.case),
                          "baseline": _portable(job.task.folder / p.baseline), "warmup": p.warmup,
-                         "reps": p.reps} for i, p in enumerate(job.task.perf) if device in p.devices]
+                         "reps": p.reps, "clock": p.clock} for i, p in enumerate(job.task.perf) if device in p.devices]
                 if perf:  # one timing worker per job, after every case (see below), compiling as Triton does
                     timing.append((n, replace(spec, gpu=None, perf=perf, specialize=True)))
                     pending[n] += 1

@@ -505,6 +505,10 @@ def median(values: list[float]) -> float:
     return percentile(values, 0.5)
 
 
+CLOCK_WORDS = {"gpu": "GPU time from the first kernel's start to the last one's end",
+               "wall": "host time from the call to the end of its GPU work"}
+
+
 def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, results: WorkerResults) -> Verdict:
     """A speed test: the case must pass, the timed calls' outputs must be right, and the baseline's median time
     over the submission's must reach the threshold. Anything missing or garbled fails (closed)."""
@@ -521,6 +525,7 @@ def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, res
         outputs = record["outputs"]
         if not isinstance(outputs, list):
             raise ValueError("outputs is not a list")
+        clock = CLOCK_WORDS[record.get("clock", "wall")]
     except (KeyError, TypeError, ValueError) as exc:
         return Verdict(False, f"the worker's timing record is garbled ({exc})")
     # The timed calls must compute the same answer as the checked one (a fast wrong kernel earns nothing).
@@ -540,7 +545,12 @@ def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, res
     # and the middle half of those pairs' ratios is where a rerun would most likely land.
     pairs = [b / s for s, b in zip(sub, base)]
     low, high = percentile(pairs, 0.25), percentile(pairs, 0.75)
-    text = (f"baseline {t_base * 1e3:.4f} ms, yours {t_sub * 1e3:.4f} ms (medians of {test.reps} interleaved "
-            f"runs): speedup {ratio:.2f}x, need >= {test.threshold:g}x (half of the side-by-side pairs between "
-            f"{low:.2f}x and {high:.2f}x)")
-    return Verdict(ratio >= test.threshold, text, staff=str(record.get("method", "")))
+    text = (f"baseline {t_base * 1e3:.4f} ms, yours {t_sub * 1e3:.4f} ms ({clock}, medians of {test.reps} "
+            f"interleaved runs): speedup {ratio:.2f}x, need >= {test.threshold:g}x (half of the side-by-side pairs "
+            f"between {low:.2f}x and {high:.2f}x)")
+    staff = str(record.get("method", ""))
+    walls = record.get("wall_submission"), record.get("wall_baseline")
+    if all(isinstance(w, list) and w and all(isinstance(x, float) for x in w) for w in walls):
+        staff += (f"; host clock, medians: yours {median(walls[0]) * 1e3:.4f} ms, "
+                  f"baseline {median(walls[1]) * 1e3:.4f} ms")
+    return Verdict(ratio >= test.threshold, text, staff=staff)

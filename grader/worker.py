@@ -21,6 +21,7 @@ import time
 
 START = time.perf_counter()  # before torch and triton load: "ready after" in the log includes them
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -418,16 +419,40 @@ def _load_module(name: str, path: str):
     return module
 
 
-def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int) -> dict:
+TIMED_LABEL = "grader-timed-call-"
+
+
+def gpu_spans(windows: dict[int, tuple[float, float]], activity: list[tuple[float, float]]) -> dict[int, float]:
+    """Each timed call's GPU span: from the start of its first GPU activity (kernel, copy or fill, on any stream)
+    to the end of its last. `windows` maps a call to the host interval that encloses it (from before its launch
+    to after the device-wide synchronize that ends it); an activity belongs to the window its start falls in.
+    A call with no GPU activity is left out (the caller fails it). Times in any one unit."""
+    spans: dict[int, list[float]] = {}
+    for start, end in activity:
+        for call, (lo, hi) in windows.items():
+            if lo <= start <= hi:
+                first, last = spans.setdefault(call, [start, end])
+                spans[call] = [min(first, start), max(last, end)]
+                break
+    return {call: last - first for call, (first, last) in spans.items()}
+
+
+def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int, clock: str = "gpu") -> dict:
     """Time the submission against the baseline on one case's inputs, in this process, interleaved.
 
     Method: each timed call gets fresh inputs (a new copy of the case's inputs, made before the clock starts), the
-    L2 cache is flushed, the whole device is synchronized, the host clock starts, the call runs, the whole device
-    is synchronized again, the clock stops. Synchronizing the device (not one stream) means work a call leaves on
-    side streams is counted. The order of the two sides alternates (ABBA) so drifts of clock or temperature fall
-    on both. Warm-up calls of each side come first (compilation, autotuning). Only times are recorded here.
+    L2 cache is flushed, the whole device is synchronized, the call runs, the whole device is synchronized again.
+    The order of the two sides alternates (ABBA) so drifts of clock or temperature fall on both. Warm-up calls of
+    each side come first (compilation, autotuning). Only times are recorded here.
+
+    `clock` says what a call's time is. "gpu" (CUDA only): the span of its GPU work, from the start of its first
+    kernel (or copy, or fill) to the end of its last, over all streams, as the profiler (CUPTI) sees them: work a
+    call leaves on side streams is counted, and so is any idle gap between its kernels, but not the host's work
+    before its first launch (argument checks, Python dispatch, which at small sizes would outweigh the kernels).
+    "wall" (and always on the CPU): the host clock from before the call to after the synchronize that ends it.
     """
     cuda = device == "cuda"
+    gpu_clock = cuda and clock == "gpu"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     pristine = ([a.to(device) if isinstance(a, torch.Tensor) else a for a in case["args"]],
                 {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in case["kwargs"].items()})
@@ -438,20 +463,29 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int)
         kwargs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in pristine[1].items()}
         return args, kwargs
 
-    def timed(fn):
+    def timed(fn, label: str | None = None):
         args, kwargs = fresh()
         if flush is not None:
             flush.zero_()
         sync()
-        start = time.perf_counter()
-        out = fn(*args, **kwargs)
-        sync()
-        return time.perf_counter() - start, out
+        if label is None:
+            start = time.perf_counter()
+            out = fn(*args, **kwargs)
+            sync()
+            return time.perf_counter() - start, out
+        with torch.profiler.record_function(label):
+            start = time.perf_counter()
+            out = fn(*args, **kwargs)
+            sync()
+            return time.perf_counter() - start, out
 
-    record: dict = {"method": "host clock around device-wide synchronize; fresh inputs and an L2 flush per call; "
+    what = ("GPU span (first kernel start to last kernel end, all streams, from the profiler)" if gpu_clock
+            else "host clock around device-wide synchronize")
+    record: dict = {"method": f"{what}; fresh inputs and an L2 flush per call; "
                               f"{warmup} warm-up and {reps} timed calls per side, interleaved",
-                    "error": None, "submission": [], "baseline": []}
+                    "clock": "gpu" if gpu_clock else "wall", "error": None, "submission": [], "baseline": []}
     side = "baseline"
+    order: list[str] = []
     try:
         for _ in range(warmup):
             side = "baseline"
@@ -459,17 +493,41 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int)
             side = "submission"
             timed(entry)
         last = None
-        for r in range(reps):
-            for side in (("submission", "baseline") if r % 2 == 0 else ("baseline", "submission")):
-                seconds, out = timed(entry if side == "submission" else baseline)
-                record[side].append(seconds)
-                if side == "submission":
-                    last = out
+        profiler = (torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                       torch.profiler.ProfilerActivity.CUDA])
+                    if gpu_clock else None)
+        with profiler if profiler is not None else contextlib.nullcontext():
+            for r in range(reps):
+                for side in (("submission", "baseline") if r % 2 == 0 else ("baseline", "submission")):
+                    label = f"{TIMED_LABEL}{len(order)}" if gpu_clock else None
+                    seconds, out = timed(entry if side == "submission" else baseline, label)
+                    order.append(side)
+                    record[side].append(seconds)
+                    if side == "submission":
+                        last = out
     except BaseException as exc:  # noqa: BLE001 - a failure of either side is a result
         record["error"] = f"{'your function' if side == 'submission' else 'the baseline'} raised " \
                           f"{type(exc).__name__}: {str(exc)[:2000]}"
         record["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:]
         return record
+    if gpu_clock:
+        windows, activity = {}, []
+        for event in profiler.events():
+            if event.name.startswith(TIMED_LABEL):
+                if event.device_type == torch.autograd.DeviceType.CPU:
+                    windows[int(event.name[len(TIMED_LABEL):])] = (event.time_range.start, event.time_range.end)
+            elif event.device_type == torch.autograd.DeviceType.CUDA:
+                activity.append((event.time_range.start, event.time_range.end))
+        spans = gpu_spans(windows, activity)
+        record["wall_submission"], record["wall_baseline"] = record["submission"], record["baseline"]
+        record["submission"], record["baseline"] = [], []
+        for call, side in enumerate(order):
+            if call not in spans:
+                who = "your function" if side == "submission" else "the baseline"
+                record["error"] = (f"the profiler saw no GPU work in a timed call of {who}: on CUDA each call "
+                                   "must compute its result on the GPU")
+                return record
+            record[side].append(spans[call] * 1e-6)  # the profiler counts microseconds
     items = last if isinstance(last, (tuple, list)) else ([] if last is None else [last])
     record["outputs"] = [{"kind": "tensor", "tensor": _to_cpu(t), "device": str(t.device)}
                          if isinstance(t, torch.Tensor) else {"kind": type(t).__name__, "repr": repr(t)[:200]}
@@ -554,7 +612,8 @@ def main(jobdir: Path, run_id: str) -> int:
         except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
             record = {"error": f"the baseline could not be loaded: {type(exc).__name__}: {exc}"}
         else:
-            record = time_calls(entry, baseline, cases[item["case"]], device, item["warmup"], item["reps"])
+            record = time_calls(entry, baseline, cases[item["case"]], device, item["warmup"], item["reps"],
+                                item.get("clock", "gpu"))
         _save(jobdir / f"perf-{item['index']}.pt", {"test": item["test"], **record})
         print(f"  {item['test']}: timed", flush=True)
     _write_json(status, {"done": True})

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 import torch
 
-from grader import judge
+from grader import judge, worker
 from grader.config import ROOT, ConfigError, PerfTest, load_config, load_task
 from grader.grading import Job, grade_jobs
 from grader.runner import WorkerRun
@@ -29,6 +29,7 @@ def test_perf_block_is_parsed_and_counts_only_where_it_runs():
     task = load_task(TASK23)
     assert [p.id for p in task.perf] == ["speed_k8192", "speed_k100864"]
     assert task.perf[0].threshold == 1.0 and task.perf[0].devices == ("cuda",) and task.perf[0].reps == 50
+    assert task.perf[0].clock == "gpu"
     assert task.test_names[-2:] == ["speed_k8192", "speed_k100864"]
     assert task.points == 5.0 and task.points_on("cuda") == 5.0 and task.points_on("cpu") == 3.5
     assert task.not_run_on("cpu") == {"speed_k8192", "speed_k100864"} and not task.not_run_on("cuda")
@@ -45,6 +46,7 @@ def test_perf_block_is_parsed_and_counts_only_where_it_runs():
     (lambda t: t.replace("  reps: 50\n", "  reps: 3\n"), "reps >= 5"),
     (lambda t: t.replace("id: speed_k100864", "id: speed_k8192"), "duplicate or reserved test id"),
     (lambda t: t.replace("devices: [cuda]", "devices: [tpu]"), "perf.devices"),
+    (lambda t: t.replace("  reps: 50\n", "  reps: 50\n  clock: cpu\n"), r"perf.clock: must be one of gpu / wall"),
 ])
 def test_perf_block_errors_name_the_key(tmp_path, edit, error):
     with pytest.raises(ConfigError, match=error):
@@ -115,8 +117,22 @@ def test_ratio_below_threshold_fails_with_both_times(tmp_path):
     rec = _record([2e-3, 2e-3, 2.1e-3, 1.9e-3, 9.0], [1e-3] * 5)  # one outlier: the median ignores it
     v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, rec))
     assert not v.ok
-    assert v.message == ("baseline 1.0000 ms, yours 2.0000 ms (medians of 5 interleaved runs): speedup 0.50x, "
-                         "need >= 1x (half of the side-by-side pairs between 0.48x and 0.50x)")
+    assert v.message == ("baseline 1.0000 ms, yours 2.0000 ms (host time from the call to the end of its GPU work, "
+                         "medians of 5 interleaved runs): speedup 0.50x, need >= 1x (half of the side-by-side pairs "
+                         "between 0.48x and 0.50x)")
+    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, {**rec, "clock": "gpu"}))
+    assert "(GPU time from the first kernel's start to the last one's end, medians" in v.message
+    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, {**rec, "clock": "sundial"}))
+    assert not v.ok and "garbled" in v.message
+
+
+def test_gpu_spans_run_from_a_calls_first_activity_to_its_last():
+    # Two calls' host windows; GPU activities (on any stream) belong to the window their start falls in. One
+    # activity starts inside call 0 and ends after its window (a side stream the call did not wait for is still
+    # its work); one lies outside both (an L2 flush or an input copy between calls) and counts for neither.
+    windows = {0: (0.0, 100.0), 1: (200.0, 300.0), 2: (400.0, 500.0)}
+    activity = [(10.0, 20.0), (15.0, 60.0), (90.0, 130.0), (150.0, 160.0), (210.0, 250.0)]
+    assert worker.gpu_spans(windows, activity) == {0: 120.0, 1: 40.0}  # call 2 ran no GPU work: left out
 
 
 def test_ratio_at_threshold_passes(tmp_path):
