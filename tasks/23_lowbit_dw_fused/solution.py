@@ -27,11 +27,14 @@ GROUP = 256
         triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT": 8}, num_warps=8, num_stages=3),
     ],
     key=["K", "CIN", "COUT"],
-    reset_to_zero=["dw_ptr"],  # the kernel adds into dW: the autotuner's trial runs must start from zeros
+    # The autotuner times each config on the same arguments, epoch included: the flags must start from zero each
+    # time, or a split could take an earlier trial's flag for this call's.
+    reset_to_zero=["flag_ptr"],
 )
-@triton.jit
+@triton.jit(do_not_specialize=["epoch"])
 def _dw_fused_kernel(dy_ptr, p_ptr, s_ptr, m_ptr, dw_ptr, K, CIN, COUT, BITS: tl.constexpr,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr):
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     flag_ptr, epoch, SPLIT: tl.constexpr):
     # The product is computed transposed, dW^T[CIN, COUT] = X_hat^T @ dY, so that the dequantized tile is the
     # left operand (on Hopper the tensor cores take the left operand from registers; only dY goes through shared
     # memory) and dY is read in its natural row-major layout.
@@ -62,6 +65,15 @@ def _dw_fused_kernel(dy_ptr, p_ptr, s_ptr, m_ptr, dw_ptr, K, CIN, COUT, BITS: tl
     k_start = pid_k * chunk
     k_end = tl.minimum(k_start + chunk, K)
 
+    # dW comes uninitialized (a zero fill would be one more launch before this one, and the GPU would idle while
+    # the host issues this launch): split 0 of each tile zeroes the tile first, then raises the tile's flag to
+    # this call's epoch. The other splits add into the tile only once they see that flag, hundreds of steps later.
+    if pid_k == 0:
+        tl.store(dw_ptr + offs_m[None, :] * CIN + offs_n[:, None], tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32),
+                 mask=mask_n[:, None] & mask_m[None, :])
+        tl.debug_barrier()  # every thread's zeros are issued before the flag goes up
+        tl.atomic_xchg(flag_ptr + pid_tile, epoch, sem="release")
+
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     # S and M are 2-byte gathers (stride G), too narrow for the compiler's asynchronous copies, so a plain load
     # would stall every step for a full memory round trip. They are loaded one step ahead instead.
@@ -91,10 +103,33 @@ def _dw_fused_kernel(dy_ptr, p_ptr, s_ptr, m_ptr, dw_ptr, K, CIN, COUT, BITS: tl
         x_hat_t = (qf * s[None, :] + mn[None, :]).to(dy_ptr.dtype.element_ty)  # X_hat^T, rounded as the format says
         acc = tl.dot(x_hat_t, b, acc)  # bf16 (fp16) operands, fp32 accumulation
 
-    # acc[n, m] is dW[m, n]; the SPLIT partial sums of a tile meet in dW through atomic adds.
+    # The SPLIT partial sums of a tile meet in dW through atomic adds, once the tile is zeroed (split 0 waits too:
+    # its zeros were stored by other threads). The GPU starts blocks in the order of their index in practice (CUDA
+    # does not promise it), and split 0's blocks come first, so by the time a split has walked its share of K the
+    # flag is long up; only for tiny K is there anything to wait for.
+    # Measured on the H100 (bench_lowbit.py --breakdown): with this wait after the loop, ptxas no longer
+    # serializes the wgmma instructions (its C7515 note is gone), and the kernel takes 329.9 us at K = 100864
+    # instead of 341.5 us.
+    seen = tl.atomic_add(flag_ptr + pid_tile, 0, sem="acquire")
+    while seen != epoch:
+        seen = tl.atomic_add(flag_ptr + pid_tile, 0, sem="acquire")
     # Relaxed order: the adds only have to be atomic, not ordered (red.global instead of atom.global).
+    # acc[n, m] is dW[m, n].
     tl.atomic_add(dw_ptr + offs_m[None, :] * CIN + offs_n[:, None], acc, mask=mask_n[:, None] & mask_m[None, :],
                   sem="relaxed")
+
+
+_FLAGS: dict = {}  # (device, stream) -> [per-tile flags, last epoch]
+
+
+def _next_epoch(device: torch.device, n_tiles: int) -> tuple[torch.Tensor, int]:
+    """The tile flags of this device and stream (calls on one stream run one after another) and a new epoch."""
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    entry = _FLAGS.get((device, stream))
+    if entry is None or entry[0].numel() < n_tiles or entry[1] >= 2**30:
+        entry = _FLAGS[(device, stream)] = [torch.zeros(n_tiles, dtype=torch.int32, device=device), 0]
+    entry[1] += 1
+    return entry[0], entry[1]
 
 
 def dw_from_packed(dy: torch.Tensor, p: torch.Tensor, s: torch.Tensor, m: torch.Tensor, *, cin: int,
@@ -108,8 +143,9 @@ def dw_from_packed(dy: torch.Tensor, p: torch.Tensor, s: torch.Tensor, m: torch.
     assert s.shape == (K * G,) and m.shape == (K * G,) and s.is_contiguous() and m.is_contiguous()
     assert s.dtype == dy.dtype and m.dtype == dy.dtype, "s and m must have dy's dtype"
 
-    dw = torch.zeros((COUT, cin), dtype=torch.float32, device=dy.device)
+    dw = torch.empty((COUT, cin), dtype=torch.float32, device=dy.device)
+    flags, epoch = _next_epoch(dy.device, triton.cdiv(cin, 16) * triton.cdiv(COUT, 16))
     grid = lambda meta: (triton.cdiv(cin, meta["BLOCK_N"]) * triton.cdiv(COUT, meta["BLOCK_M"]),  # noqa: E731
                          meta["SPLIT"])
-    _dw_fused_kernel[grid](dy, p, s, m, dw, K, cin, COUT, BITS=bits)
+    _dw_fused_kernel[grid](dy, p, s, m, dw, K, cin, COUT, BITS=bits, flag_ptr=flags, epoch=epoch)
     return dw
