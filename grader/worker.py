@@ -437,6 +437,18 @@ def gpu_spans(windows: dict[int, tuple[float, float]], activity: list[tuple[floa
     return {call: last - first for call, (first, last) in spans.items()}
 
 
+def _profiled_spans(profiler) -> dict[int, float]:
+    """The GPU span of each labelled call in a finished profile (microseconds), by `gpu_spans`."""
+    windows, activity = {}, []
+    for event in profiler.events():
+        if event.name.startswith(TIMED_LABEL):
+            if event.device_type == torch.autograd.DeviceType.CPU:  # its GPU-side twin is not activity
+                windows[int(event.name[len(TIMED_LABEL):])] = (event.time_range.start, event.time_range.end)
+        elif event.device_type == torch.autograd.DeviceType.CUDA:
+            activity.append((event.time_range.start, event.time_range.end))
+    return gpu_spans(windows, activity)
+
+
 def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int, clock: str = "gpu") -> dict:
     """Time the submission against the baseline on one case's inputs, in this process, interleaved.
 
@@ -468,12 +480,8 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
         if flush is not None:
             flush.zero_()
         sync()
-        if label is None:
-            start = time.perf_counter()
-            out = fn(*args, **kwargs)
-            sync()
-            return time.perf_counter() - start, out
-        with torch.profiler.record_function(label):
+        # The label marks the call's host window for the GPU clock: the activity that starts inside it is the call's.
+        with torch.profiler.record_function(label) if label else contextlib.nullcontext():
             start = time.perf_counter()
             out = fn(*args, **kwargs)
             sync()
@@ -493,6 +501,7 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
             side = "submission"
             timed(entry)
         last = None
+        side = "profiler"
         profiler = (torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
                                                        torch.profiler.ProfilerActivity.CUDA])
                     if gpu_clock else None)
@@ -506,21 +515,18 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
                     if side == "submission":
                         last = out
     except BaseException as exc:  # noqa: BLE001 - a failure of either side is a result
-        record["error"] = f"{'your function' if side == 'submission' else 'the baseline'} raised " \
-                          f"{type(exc).__name__}: {str(exc)[:2000]}"
+        who = {"submission": "your function", "baseline": "the baseline"}.get(side, "the grader's profiler")
+        record["error"] = f"{who} raised {type(exc).__name__}: {str(exc)[:2000]}"
         record["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:]
         return record
     if gpu_clock:
-        windows, activity = {}, []
-        for event in profiler.events():
-            if event.name.startswith(TIMED_LABEL):
-                if event.device_type == torch.autograd.DeviceType.CPU:
-                    windows[int(event.name[len(TIMED_LABEL):])] = (event.time_range.start, event.time_range.end)
-            elif event.device_type == torch.autograd.DeviceType.CUDA:
-                activity.append((event.time_range.start, event.time_range.end))
-        spans = gpu_spans(windows, activity)
         record["wall_submission"], record["wall_baseline"] = record["submission"], record["baseline"]
         record["submission"], record["baseline"] = [], []
+        try:
+            spans = _profiled_spans(profiler)
+        except Exception as exc:  # noqa: BLE001 - reported; the test fails closed
+            record["error"] = f"the grader's profiler failed: {type(exc).__name__}: {str(exc)[:2000]}"
+            return record
         for call, side in enumerate(order):
             if call not in spans:
                 who = "your function" if side == "submission" else "the baseline"
