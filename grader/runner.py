@@ -79,7 +79,7 @@ class JobSpec:
     launch: dict | None = None
     """For a task whose harness launches the kernel: {kernel, grid: [[size, block]...], env, outputs: count}."""
     perf: list[dict] = field(default_factory=list)
-    """Speed tests to time after the cases: {index, test, case, baseline, warmup, reps} (grader/worker.py)."""
+    """Speed tests to time after the cases: {index, test, case, baseline, warmup, reps, clock} (grader/worker.py)."""
     stall_s: float = 0.0
     """Stop a worker that reports no progress for this long (counted from its start); 0: only the time limit."""
 

@@ -420,6 +420,7 @@ def _load_module(name: str, path: str):
 
 
 TIMED_LABEL = "grader-timed-call-"
+SIDE_WORDS = {"submission": "your function", "baseline": "the baseline"}
 
 
 def gpu_spans(windows: dict[int, tuple[float, float]], activity: list[tuple[float, float]]) -> dict[int, float]:
@@ -492,6 +493,7 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
     record: dict = {"method": f"{what}; fresh inputs and an L2 flush per call; "
                               f"{warmup} warm-up and {reps} timed calls per side, interleaved",
                     "clock": "gpu" if gpu_clock else "wall", "error": None, "submission": [], "baseline": []}
+    walls: dict[str, list[float]] = {"submission": [], "baseline": []}  # host clock, whichever clock decides
     side = "baseline"
     order: list[str] = []
     try:
@@ -511,17 +513,18 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
                     label = f"{TIMED_LABEL}{len(order)}" if gpu_clock else None
                     seconds, out = timed(entry if side == "submission" else baseline, label)
                     order.append(side)
-                    record[side].append(seconds)
+                    walls[side].append(seconds)
                     if side == "submission":
                         last = out
     except BaseException as exc:  # noqa: BLE001 - a failure of either side is a result
-        who = {"submission": "your function", "baseline": "the baseline"}.get(side, "the grader's profiler")
+        who = SIDE_WORDS.get(side, "the grader's profiler")
         record["error"] = f"{who} raised {type(exc).__name__}: {str(exc)[:2000]}"
         record["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:]
         return record
-    if gpu_clock:
-        record["wall_submission"], record["wall_baseline"] = record["submission"], record["baseline"]
-        record["submission"], record["baseline"] = [], []
+    if not gpu_clock:
+        record.update(walls)
+    else:
+        record["wall_submission"], record["wall_baseline"] = walls["submission"], walls["baseline"]
         try:
             spans = _profiled_spans(profiler)
         except Exception as exc:  # noqa: BLE001 - reported; the test fails closed
@@ -529,9 +532,8 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
             return record
         for call, side in enumerate(order):
             if call not in spans:
-                who = "your function" if side == "submission" else "the baseline"
-                record["error"] = (f"the profiler saw no GPU work in a timed call of {who}: on CUDA each call "
-                                   "must compute its result on the GPU")
+                record["error"] = (f"the profiler saw no GPU work in a timed call of {SIDE_WORDS[side]}: on CUDA "
+                                   "each call must compute its result on the GPU")
                 return record
             record[side].append(spans[call] * 1e-6)  # the profiler counts microseconds
     items = last if isinstance(last, (tuple, list)) else ([] if last is None else [last])

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader.config import load_task  # noqa: E402
 from grader.judge import median  # noqa: E402
-from grader.worker import _load_module, config_label, find_autotuners, time_calls  # noqa: E402
+from grader.worker import L2_FLUSH_BYTES, _load_module, config_label, find_autotuners, time_calls  # noqa: E402
 from reference import lowbit_dw  # noqa: E402
 
 TASK = ROOT / "tasks" / "23_lowbit_dw_fused"
@@ -40,7 +40,7 @@ def breakdown(name: str, fn, args: list, kwargs: dict, reps: int) -> None:
     """Print the median host time of a call (synchronized start to return) and its kernels' median durations."""
     from torch.profiler import ProfilerActivity, profile
 
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     for _ in range(3):
         fn(*args, **kwargs)
     host = []

@@ -122,6 +122,10 @@ def test_ratio_below_threshold_fails_with_both_times(tmp_path):
                          "between 0.48x and 0.50x)")
     v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, {**rec, "clock": "gpu"}))
     assert "(GPU time from the first kernel's start to the last one's end, medians" in v.message
+    assert "host clock" not in v.staff  # no host-clock times in the record: nothing to show staff
+    walls = {"wall_submission": [3e-3] * 5, "wall_baseline": [1.5e-3] * 5}
+    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, {**rec, "clock": "gpu", **walls}))
+    assert v.staff.endswith("host clock, medians: yours 3.0000 ms, baseline 1.5000 ms")
     v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, {**rec, "clock": "sundial"}))
     assert not v.ok and "garbled" in v.message
 
