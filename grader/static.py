@@ -1,7 +1,23 @@
 """Static checks on a submission's source: nothing is imported or executed here.
 
-* imports: every `import` / `from ... import` names an allowed module; `__import__`, `exec`, `eval`, `compile`
-  and `__builtins__` are flagged wherever they appear.
+* imports: imports outside the whitelist, and what only an attack needs (a homework kernel never does any of it),
+  each refused with a 'FILE:LINE: ... is not allowed (why)' message; the policy tables below list it all:
+  - every `import` / `from ... import` names an allowed module (the task's list and config.yaml's
+    always_allowed_imports); `from torch import *` and `from triton... import *` are refused, since the names
+    they bind cannot be resolved;
+  - the names in REFUSED_NAMES (getattr, open, exec, __import__, __builtins__, ...) wherever they appear, so that
+    an alias such as `g = getattr` is caught too;
+  - dunder attributes (`x.__closure__`, `x.__class__`, ...), also as keyword patterns of a `case C(__x__=...)`;
+  - private attributes (`torch._C`, `x._base`), except on `self` and `cls`; these two names may then be bound
+    only as a method's first parameter (else `self = torch` would reach `torch._C` through `self._C`);
+  - the attributes in FLAGGED_ATTRS (`torch.os`, `x.subprocess`, ...);
+  - the internal parts of torch and triton in REFUSED_PREFIXES, by full dotted name after resolving import
+    aliases (`import triton.language as tl`, `from triton import runtime`, and plain `t = torch`), less the
+    ALLOWED_INTERNALS that real kernels use (the SM count, the current device and target);
+  - assigning to (or deleting) an attribute of an imported module (`torch.empty = ...`).
+  What a static check cannot see (a module passed around as a value, then used through a parameter) is left to
+  the sandbox and the runtime op audit; public APIs (torch.from_file, torch.hub, torch.multiprocessing,
+  torch.distributed, torch.cuda, triton.testing, ...) are deliberately left to them too.
 * signatures: the required functions and kernels are defined at the top level with the skeleton's parameters.
 * autotune decorators: where each kernel's `@triton.autotune` sits (its config count is read in the worker).
 """
@@ -9,26 +25,106 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from grader.config import TaskSpec
 
-FLAGGED_NAMES = {"__import__", "exec", "eval", "compile", "__builtins__", "importlib", "open", "globals", "setattr",
-                 "delattr"}
-"""Names that reach around the import whitelist, read files, or rewrite other modules."""
-FLAGGED_ATTRS = {"os", "sys", "subprocess", "builtins", "ctypes", "importlib", "__builtins__", "__import__",
-                 "__globals__", "__subclasses__", "__code__"}
-"""Attributes that reach modules or internals the whitelist keeps out (e.g. `torch.os`)."""
+_REACH_AROUND = "reads or writes attributes by a computed name, around this check"
+_NAMESPACE = "hands out a namespace as a dict, around this check"
+_RUNS_CODE = "runs code that this check never sees"
+_IMPORTS = "imports modules around the import whitelist"
+REFUSED_NAMES: dict[str, str] = {
+    "getattr": _REACH_AROUND,
+    "setattr": _REACH_AROUND,
+    "delattr": _REACH_AROUND,
+    "vars": _NAMESPACE,
+    "globals": _NAMESPACE,
+    "locals": _NAMESPACE,
+    "open": "reads and writes files",
+    "compile": _RUNS_CODE,
+    "exec": _RUNS_CODE,
+    "eval": _RUNS_CODE,
+    "breakpoint": "starts a debugger, which runs what it reads",
+    "__import__": _IMPORTS,
+    "importlib": _IMPORTS,
+    "__builtins__": "the builtins module hands out everything this check refuses",
+    "__loader__": "the module's loader reads files and loads modules",
+    "__spec__": "the module's spec hands out its loader, which reads files and loads modules",
+}
+"""Names refused wherever they appear as a name (called, aliased, passed on), with why. The builtins among them
+reach around this check, read files or run unseen code; the dunder names hand out the import machinery. The name
+`__name__` stays allowed (`if __name__ == "__main__":`)."""
+
+DUNDER_WHY = "dunder attributes reach the interpreter's internals"
+"""Every attribute `x.__something__` is refused (`__closure__`, `__globals__`, `__dict__`, `__class__`, ...)."""
+
+PRIVATE_EXEMPT = ("self", "cls")
+"""Private attributes (`x._y`) are refused except on these names, which a method's own state goes through."""
+
+FLAGGED_ATTRS: dict[str, str] = {
+    "os": "reaches the os module, which the import whitelist keeps out",
+    "sys": "reaches the sys module, which the import whitelist keeps out",
+    "subprocess": "reaches the subprocess module, which the import whitelist keeps out",
+    "builtins": "reaches the builtins module, which hands out everything this check refuses",
+    "ctypes": "reaches ctypes, which reads and writes any memory",
+    "importlib": "reaches importlib, " + _IMPORTS,
+}
+"""Attributes refused on any object: modules that the whitelist keeps out but others re-export (`torch.os`)."""
+
+_TRITON_WHY = ("Triton's internals; the SM count is available through "
+               "triton.runtime.driver.active.utils.get_device_properties")
+REFUSED_PREFIXES: dict[str, str] = {
+    "torch.os": "the os module, which the import whitelist keeps out",
+    "torch.sys": "the sys module, which the import whitelist keeps out",
+    "torch.ops": "calls operators by name, around the op audit",
+    "torch.library": "defines and registers operators",
+    "torch.compile": "generates kernels instead of the submission's own",
+    "torch.compiler": "generates kernels instead of the submission's own, and loads compiled artifacts",
+    "torch.jit": "compiles and loads TorchScript",
+    "torch.fx": "rewrites and generates code",
+    "torch.overrides": "intercepts every torch function",
+    "torch.package": "loads packaged code",
+    "torch.classes": "reaches C++ classes by name",
+    "torch.utils.cpp_extension": "builds and loads C++ and CUDA code",
+    "torch.load": "unpickles files, which can run code",
+    "torch.save": "writes files",
+    "triton.runtime": _TRITON_WHY,
+    "triton.compiler": _TRITON_WHY,
+    "triton.backends": _TRITON_WHY,
+    "triton.knobs": _TRITON_WHY,
+    "triton.tools": _TRITON_WHY,
+}
+"""Internal parts of torch and triton, refused with why, by full dotted name (a name under one of these, segment by
+segment: `torch.load` refuses `torch.load(...)`, not `torch.loadtxt`). Names resolve through import aliases and
+plain assignments of a module (`t = torch`). `torch.compiler` is `torch.compile`'s module (it also loads compiled
+artifacts). Public APIs outside this table (torch.from_file, torch.hub, torch.multiprocessing, torch.distributed,
+torch.utils.collect_env, torch.cuda, triton.testing, math) are left to the sandbox and the runtime op audit."""
+
+ALLOWED_INTERNALS: tuple[str, ...] = (
+    "triton.runtime.driver.active.utils.get_device_properties",  # ["multiprocessor_count"], ["max_shared_mem"]
+    "triton.runtime.driver.active.get_current_device",
+    "triton.runtime.driver.active.get_current_target",
+    "triton.runtime.driver.active.get_active_torch_device",  # as Triton's tutorials write it
+)
+"""Exact names under REFUSED_PREFIXES that real kernels use (the SM count and shared memory for persistent kernels,
+the current device and target), checked before the refusal. Only the whole name passes: the chain leading to it
+(`triton.runtime.driver.active` alone) or anything past it (other than calling it) is refused."""
+
+STAR_IMPORT_REFUSED = ("torch", "triton")
+"""`from M import *` is refused for these packages and their modules: the names it binds (torch.load, ...) could
+not be resolved to their full dotted names."""
 
 
 @dataclass
 class StaticReport:
     imports: list[str] = field(default_factory=list)
-    """Problems with imports, each 'line N: ...'; empty when the gate passes."""
+    """Problems of the imports gate (the whitelist and the policy above), each 'FILE:LINE: ...' in line order, then
+    a last 'allowed imports: ...' line; empty when the gate passes."""
     signatures: list[str] = field(default_factory=list)
     decorators: dict[str, dict] = field(default_factory=dict)
-    filename: str = ""
     """kernel name -> {'line': def line, 'autotune_line': line of @triton.autotune or None, 'jit': bool}."""
+    filename: str = ""
 
     @property
     def ok(self) -> bool:
@@ -52,34 +148,8 @@ def check_source(source: str, task: TaskSpec, always_allowed: list[str] | None =
         report.signatures.append(msg)
         return report
 
-    imported = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
-                if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name not in allowed:
-                    report.imports.append(f"{at(node.lineno)} import {alias.name} is not allowed")
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                report.imports.append(f"{at(node.lineno)} relative import is not allowed")
-                continue
-            mod = node.module or ""
-            for alias in node.names:
-                if mod not in allowed and f"{mod}.{alias.name}" not in allowed:
-                    report.imports.append(f"{at(node.lineno)} from {mod} import {alias.name} is not allowed")
-        elif isinstance(node, ast.Name) and node.id in FLAGGED_NAMES:
-            report.imports.append(f"{at(node.lineno)} use of {node.id} is not allowed")
-        elif isinstance(node, ast.Attribute) and node.attr in FLAGGED_ATTRS:
-            report.imports.append(f"{at(node.lineno)} use of .{node.attr} is not allowed")
-        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for target in targets:
-                root = target
-                while isinstance(root, (ast.Attribute, ast.Subscript)):
-                    root = root.value
-                if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id in imported:
-                    report.imports.append(f"{at(node.lineno)} assigning to {ast.unparse(target)} (changing an "
-                                          "imported module) is not allowed")
+    report.imports = [f"{at(line)} {text}" for line, text in sorted(_policy_problems(tree, allowed),
+                                                                     key=lambda p: p[0])]
     if report.imports:
         report.imports.append(f"allowed imports: {', '.join(sorted(set(task.allowed_imports)))}")
 
@@ -99,6 +169,191 @@ def check_source(source: str, task: TaskSpec, always_allowed: list[str] | None =
             if not report.decorators[name]["jit"]:
                 report.signatures.append(f"{at(node.lineno)} kernel {name} must be decorated with @triton.jit")
     return report
+
+
+def _policy_problems(tree: ast.Module, allowed: set[str]) -> list[tuple[int, str]]:
+    """The imports gate's problems as (line, message without the 'FILE:LINE:' head), in the order found."""
+    problems: list[tuple[int, str]] = []
+
+    def add(node: ast.AST, text: str) -> None:
+        problems.append((getattr(node, "lineno", 0), text))
+
+    imported = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
+                if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    aliases = _aliases(tree)
+    # An attribute chain (`torch._C._foo`) is checked once, from its outermost node: its inner links are skipped.
+    inner = {id(n.value) for n in ast.walk(tree)
+             if isinstance(n, ast.Attribute) and isinstance(n.value, (ast.Attribute, ast.Name))}
+    method_selves = {id((n.args.posonlyargs + n.args.args)[0]) for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                     for n in c.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.args.posonlyargs + n.args.args}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name not in allowed:
+                    add(node, f"import {alias.name} is not allowed")
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level:
+                add(node, "relative import is not allowed")
+            for alias in [] if node.level else node.names:
+                if mod not in allowed and f"{mod}.{alias.name}" not in allowed:
+                    add(node, f"from {mod} import {alias.name} is not allowed")
+                elif alias.name == "*" and mod.split(".")[0] in STAR_IMPORT_REFUSED:
+                    add(node, f"from {mod} import * is not allowed (the names it binds cannot be checked; "
+                              "import them by name)")
+        elif isinstance(node, ast.Name):
+            if node.id in REFUSED_NAMES:
+                add(node, f"use of {node.id} is not allowed ({REFUSED_NAMES[node.id]})")
+            elif id(node) not in inner and isinstance(node.ctx, ast.Load):  # a binding is no use: its value is checked
+                _report_chain(node, aliases, add)
+        elif isinstance(node, ast.Attribute):
+            if id(node) not in inner:
+                _report_chain(node, aliases, add)
+        elif isinstance(node, ast.MatchClass):
+            for attr in node.kwd_attrs:  # `case C(attr=...)` reads the subject's attribute
+                refused = _attr_why(attr, False, "private attribute: the object's internals")
+                if refused:
+                    add(node, f"use of .{attr} is not allowed ({refused[0]})")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                root = target
+                while isinstance(root, (ast.Attribute, ast.Subscript)):
+                    root = root.value
+                if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id in imported:
+                    add(node, f"assigning to {ast.unparse(target)} (changing an imported module) is not allowed")
+        for name in _bound_names(node):
+            if name in PRIVATE_EXEMPT and id(node) not in method_selves:
+                add(node, f"binding {name} here is not allowed ({name} may use private attributes, so it may only "
+                          "be a method's first parameter)")
+    return problems
+
+
+def _attr_why(attr: str, private_ok: bool, private_why: str) -> tuple[str, bool] | None:
+    """Why the attribute `.attr` is refused, and whether the message names the whole dotted name (a private
+    attribute: `torch._C`) rather than `.attr` alone (a dunder or flagged one: `.__closure__`); None if allowed."""
+    if len(attr) > 4 and attr.startswith("__") and attr.endswith("__"):
+        return DUNDER_WHY, False
+    if attr in FLAGGED_ATTRS:
+        return FLAGGED_ATTRS[attr], False
+    if attr.startswith("_") and not private_ok:
+        return private_why, True
+    return None
+
+
+def _report_chain(top: ast.Attribute | ast.Name, aliases: dict[str, str],
+                  add: Callable[[ast.AST, str], None]) -> None:
+    """Check a name or attribute chain (`tl.foo.bar`) link by link from its root; report its first refused link."""
+    links: list[ast.Attribute] = []
+    node: ast.expr = top
+    while isinstance(node, ast.Attribute):
+        links.append(node)
+        node = node.value
+    links.reverse()
+    if not isinstance(node, ast.Name):  # a call's or a subscript's attributes: no dotted name to resolve
+        head = ast.unparse(node)
+        head = head if len(head) <= 40 else "(...)"
+        for link in links:
+            head = f"{head}.{link.attr}"
+            refused = _attr_why(link.attr, False, "private attribute: the object's internals")
+            if refused:
+                why, whole = refused
+                add(link, f"use of {head if whole else '.' + link.attr} is not allowed ({why})")
+                return
+        return
+    resolved = aliases.get(node.id)
+    parts = (resolved or node.id).split(".")
+    segments: list[tuple[str, ast.AST]] = [(p, node) for p in parts] + [(link.attr, link) for link in links]
+    names = [s for s, _ in segments]
+    private_why = f"private part of {names[0]}" if resolved else "private attribute: the object's internals"
+    exempt = resolved is None and node.id in PRIVATE_EXEMPT  # self._x, cls._x
+    for k in range(1, len(segments)):
+        attr, where = segments[k]
+        dotted = ".".join(names[: k + 1])
+        refused = _attr_why(attr, exempt and k == 1, private_why)
+        if refused:
+            why, whole = refused
+            add(where, f"use of {dotted if whole else '.' + attr} is not allowed ({why})")
+            return
+        prefix = _refused_prefix(dotted)
+        if prefix and not any(a == dotted or a.startswith(dotted + ".") for a in ALLOWED_INTERNALS):
+            add(where, f"use of {dotted} is not allowed ({REFUSED_PREFIXES[prefix]})")
+            return
+    dotted = ".".join(names)
+    prefix = _refused_prefix(dotted)
+    if prefix and dotted not in ALLOWED_INTERNALS:  # stops on the way to an allowed name
+        add(top, f"use of {dotted} is not allowed ({REFUSED_PREFIXES[prefix]})")
+
+
+def _refused_prefix(dotted: str) -> str | None:
+    """The entry of REFUSED_PREFIXES that `dotted` is, or lies under, segment by segment."""
+    return next((p for p in REFUSED_PREFIXES if dotted == p or dotted.startswith(p + ".")), None)
+
+
+def _dotted(node: ast.expr, aliases: dict[str, str]) -> str | None:
+    """The full dotted name of a chain `a.b.c` whose root `a` is a known alias, else None."""
+    attrs = []
+    while isinstance(node, ast.Attribute):
+        attrs.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in aliases:
+        return None
+    return ".".join([aliases[node.id], *reversed(attrs)])
+
+
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> the full dotted name it stands for: from imports (`import triton.language as tl`,
+    `from triton import runtime`), then from plain assignments of those (`t = torch`, `F = torch.nn.functional`)
+    where the value itself passes. Flow-insensitive: a name's first resolution is kept."""
+    aliases: dict[str, str] = {}
+    assigned: list[tuple[str, ast.expr]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    aliases[top] = top
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            for a in node.names:
+                if a.name != "*":
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Assign):
+            assigned += [(t.id, node.value) for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name) and node.value:
+            assigned.append((node.target.id, node.value))
+    grew = True
+    while grew:
+        grew = False
+        for name, value in assigned:
+            dotted = None if name in aliases else _dotted(value, aliases)
+            parts = (dotted or "").split(".")
+            # A value refused where it is assigned is not followed further (it would be reported again at each use).
+            if dotted and not _refused_prefix(dotted) and not any(_attr_why(p, False, "") for p in parts[1:]):
+                aliases[name] = dotted
+                grew = True
+    return aliases
+
+
+def _bound_names(node: ast.AST) -> Iterator[str]:
+    """The names that a node binds, other than through ast.Name (an assignment target's Name yields its own)."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        yield node.id
+    elif isinstance(node, ast.arg):
+        yield node.arg
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        for a in node.names:
+            yield (a.asname or a.name).split(".")[0]
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield node.name
+    elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+        yield node.name
+    elif isinstance(node, ast.MatchMapping) and node.rest:
+        yield node.rest
+    elif isinstance(node, (ast.Global, ast.Nonlocal)):
+        yield from node.names
 
 
 def _deco_name(node: ast.expr) -> str:

@@ -69,3 +69,121 @@ def test_reaching_around_the_whitelist_is_flagged(task10):
 def test_messages_carry_the_file_name(task10):
     report = check_source("import numpy\n" + GOOD, task10, filename="mine.py")
     assert report.imports[0] == "mine.py:1: import numpy is not allowed"
+
+
+# The policy of the imports gate (grader/static.py's tables): each refusal names the file, the line, what was used
+# and why. `_policy` checks GOOD followed by some lines, numbered from 1 as `at(n)`.
+_FIRST = GOOD.count("\n")
+
+
+def _at(n):
+    return f"sub.py:{_FIRST + n}:"
+
+
+def _policy(task, *lines):
+    imports = check_source(GOOD + "\n".join(lines) + "\n", task, filename="sub.py").imports
+    assert not imports or imports[-1].startswith("allowed imports: ")
+    return imports[:-1]
+
+
+def test_dunder_attributes_and_names_are_refused(task10):
+    problems = _policy(task10, "c = quantize_global.__closure__", "if __name__ == '__main__':",
+                       "    x = torch.Tensor.__dict__", "spec = __loader__", "f'{x.__class__}'")
+    assert problems == [
+        f"{_at(1)} use of .__closure__ is not allowed (dunder attributes reach the interpreter's internals)",
+        f"{_at(3)} use of .__dict__ is not allowed (dunder attributes reach the interpreter's internals)",
+        f"{_at(4)} use of __loader__ is not allowed (the module's loader reads files and loads modules)",
+        f"{_at(5)} use of .__class__ is not allowed (dunder attributes reach the interpreter's internals)",
+    ]
+    # also as a keyword pattern, which reads the attribute too
+    assert "use of .__globals__ is not allowed" in _policy(task10, "match x:", "    case object(__globals__=g):",
+                                                           "        pass")[0]
+
+
+def test_builtins_that_reach_around_the_policy_are_refused_even_aliased(task10):
+    problems = _policy(task10, "g = getattr", "g(torch, 'ops')")
+    assert problems == [f"{_at(1)} use of getattr is not allowed (reads or writes attributes by a computed name, "
+                        "around this check)"]
+    for name in ("setattr", "delattr", "vars", "globals", "locals", "open", "compile", "exec", "eval", "__import__",
+                 "breakpoint", "__builtins__", "__spec__"):
+        (problem,) = _policy(task10, "", f"f = {name}")
+        assert problem.startswith(f"{_at(2)} use of {name} is not allowed (")
+
+
+def test_private_attributes_are_refused_once_per_chain(task10):
+    problems = _policy(task10, "torch._C._foo(x)", "y = torch._int_mm(a, b)", "z = x._base", "w = tl._foo",
+                       "v = torch.empty(3)._cdata")
+    assert problems == [
+        f"{_at(1)} use of torch._C is not allowed (private part of torch)",
+        f"{_at(2)} use of torch._int_mm is not allowed (private part of torch)",
+        f"{_at(3)} use of x._base is not allowed (private attribute: the object's internals)",
+        f"{_at(4)} use of triton.language._foo is not allowed (private part of triton)",
+        f"{_at(5)} use of torch.empty(3)._cdata is not allowed (private attribute: the object's internals)",
+    ]
+
+
+def test_self_and_cls_are_exempt_only_as_a_methods_first_parameter(task10):
+    assert _policy(task10, "class A:", "    def f(self):", "        return self._x, [self._y for _ in ()]",
+                   "    @classmethod", "    def g(cls):", "        return cls._z") == []
+    problems = _policy(task10, "self = torch", "self._C")
+    assert problems[0] == (f"{_at(1)} binding self here is not allowed (self may use private attributes, so it may "
+                           "only be a method's first parameter)")
+    assert problems[1] == f"{_at(2)} use of torch._C is not allowed (private part of torch)"
+    assert _policy(task10, "def f(cls):", "    return cls._C")[0].startswith(f"{_at(1)} binding cls here")
+
+
+def test_internal_parts_of_torch_and_triton_are_refused(task10):
+    problems = _policy(task10, "f = triton.runtime.jit", "torch.ops.aten.mm.default(a, b)", "torch.load('w.pt')",
+                       "@torch.compile", "def g(): pass", "torch.utils.cpp_extension.load_inline('', '')",
+                       "triton.knobs.cache.dir", "t = torch.os.getcwd()")
+    assert problems == [
+        f"{_at(1)} use of triton.runtime.jit is not allowed (Triton's internals; the SM count is available through "
+        "triton.runtime.driver.active.utils.get_device_properties)",
+        f"{_at(2)} use of torch.ops is not allowed (calls operators by name, around the op audit)",
+        f"{_at(3)} use of torch.load is not allowed (unpickles files, which can run code)",
+        f"{_at(4)} use of torch.compile is not allowed (generates kernels instead of the submission's own)",
+        f"{_at(6)} use of torch.utils.cpp_extension is not allowed (builds and loads C++ and CUDA code)",
+        f"{_at(7)} use of triton.knobs is not allowed (Triton's internals; the SM count is available through "
+        "triton.runtime.driver.active.utils.get_device_properties)",
+        f"{_at(8)} use of .os is not allowed (reaches the os module, which the import whitelist keeps out)",
+    ]
+    assert _policy(task10, "from torch import *")[0] == (
+        f"{_at(1)} from torch import * is not allowed (the names it binds cannot be checked; import them by name)")
+
+
+def test_the_allowance_for_device_properties_passes(task10):
+    assert _policy(task10, "props = triton.runtime.driver.active.utils.get_device_properties(0)",
+                   "sms = props['multiprocessor_count']",
+                   "n = triton.runtime.driver.active.utils.get_device_properties(0)['multiprocessor_count']",
+                   "dev = triton.runtime.driver.active.get_current_device()",
+                   "arch = triton.runtime.driver.active.get_current_target().arch") == []
+    # only the allowed names themselves: the way to them, or past them, is refused
+    (problem,) = _policy(task10, "d = triton.runtime.driver.active")
+    assert problem.startswith(f"{_at(1)} use of triton.runtime.driver.active is not allowed (Triton's internals")
+    (problem,) = _policy(task10, "d = triton.runtime.driver.active.utils.get_device_properties.cache")
+    assert "use of triton.runtime.driver.active.utils.get_device_properties.cache is not allowed" in problem
+
+
+def test_names_resolve_through_import_aliases(task10):
+    problems = _policy(task10, "from triton import runtime", "j = runtime.jit.JITFunction",
+                       "from torch import ops as o", "o.aten.mm(a, b)", "from torch import load", "load('w.pt')",
+                       "t = torch", "t.jit.script(g)", "from torch import _C", "_C._foo()")
+    assert problems == [
+        f"{_at(2)} use of triton.runtime.jit is not allowed (Triton's internals; the SM count is available through "
+        "triton.runtime.driver.active.utils.get_device_properties)",
+        f"{_at(4)} use of torch.ops is not allowed (calls operators by name, around the op audit)",
+        f"{_at(6)} use of torch.load is not allowed (unpickles files, which can run code)",
+        f"{_at(8)} use of torch.jit is not allowed (compiles and loads TorchScript)",
+        f"{_at(10)} use of torch._C is not allowed (private part of torch)",
+    ]
+    # the allowance resolves the same way
+    assert _policy(task10, "from triton import runtime", "runtime.driver.active.utils.get_device_properties(0)") == []
+
+
+def test_public_apis_and_own_private_state_pass(task10):
+    assert _policy(task10, "a = torch.from_file('f.bin', size=4)", "p = torch.multiprocessing.get_context('spawn')",
+                   "e = torch.utils.collect_env.get_pretty_env_info()", "h = torch.hub.list",
+                   "n = torch.cuda.get_device_properties(0).multi_processor_count", "r = torch.round(x)",
+                   "b = triton.testing.do_bench", "c = torch.loadtxt if False else triton.cdiv(3, 2)",
+                   "class Cache:", "    def __init__(self):", "        self._x = {}",
+                   "    def get(self, k):", "        return self._x.get(k)") == []
