@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from grader.torch_ops import DEFAULT_ALLOW, GROUPS
+
 ROOT = Path(__file__).resolve().parent.parent
 """The repository root: tasks/, reference/ and config.yaml live here."""
 
@@ -173,6 +175,9 @@ class TaskSpec:
     launch: LaunchSpec | None = None
     """Set when the harness launches `launch.kernel` itself (see LaunchSpec); `entry` is then that kernel."""
     perf: list[PerfTest] = field(default_factory=list)
+    torch_ops: tuple[str, ...] = DEFAULT_ALLOW
+    """The torch work the task's wrapper may do: groups and op names (grader/torch_ops.py); anything else on data
+    of the output's size fails the call."""
 
     @property
     def points(self) -> float:
@@ -315,6 +320,7 @@ def load_task(folder: Path) -> TaskSpec:
         launch=launch,
         pictures=bool(data.get("pictures", False)),
         perf=perf,
+        torch_ops=_torch_ops(data.get("torch_ops"), where),
     )
     if launch and task.entry != launch.kernel:
         raise ConfigError(f"{where}: with launch, entry (if given) must be the launched kernel '{launch.kernel}'")
@@ -327,6 +333,16 @@ def load_task(folder: Path) -> TaskSpec:
             f"(undescribed: {sorted(on_disk - set(wrong))}, missing: {sorted(set(wrong) - on_disk)})"
         )
     return task
+
+
+def _torch_ops(raw: Any, where: str) -> tuple[str, ...]:
+    """The `torch_ops` list: groups of grader/torch_ops.py and op names (ATen names: abs, amax, round, ...)."""
+    if raw is None:
+        return DEFAULT_ALLOW
+    if not isinstance(raw, list) or not all(isinstance(x, str) and x.isidentifier() for x in raw):
+        raise ConfigError(f"{where}: torch_ops must be a list of op groups ({', '.join(sorted(GROUPS))}, scalar) "
+                          f"and op names, got {raw!r}")
+    return tuple(raw)
 
 
 def _load_perf(raw: Any, folder: Path, where: str, case_ids: set[str]) -> list[PerfTest]:
@@ -403,6 +419,41 @@ class Homework:
 
 
 @dataclass(frozen=True)
+class SandboxConfig:
+    """config.yaml `grading.sandbox`: `true` / `false`, or a mapping with `enabled` and any of the limits of
+    grader/sandbox.py's Limits (memory_mb, processes, open_files, file_size_mb, tmp_mb, cpu_s)."""
+
+    enabled: bool = True
+    limits: dict[str, int] = field(default_factory=dict)
+
+    def job(self) -> dict | None:
+        """What a worker's job file carries: None when the sandbox is off."""
+        return {"limits": dict(self.limits)} if self.enabled else None
+
+
+SANDBOX_LIMITS = ("memory_mb", "processes", "open_files", "file_size_mb", "tmp_mb", "cpu_s")
+
+
+def _sandbox(value: Any, where: str) -> SandboxConfig:
+    if value is None or isinstance(value, bool):
+        return SandboxConfig(enabled=value is not False)
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: grading.sandbox must be true, false or a mapping, got {value!r}")
+    unknown = set(value) - {"enabled", *SANDBOX_LIMITS}
+    if unknown:
+        raise ConfigError(f"{where}: grading.sandbox: unknown key(s) {sorted(unknown)}; known: enabled, "
+                          f"{', '.join(SANDBOX_LIMITS)}")
+    limits = {}
+    for key in SANDBOX_LIMITS:
+        if key in value:
+            v = value[key]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ConfigError(f"{where}: grading.sandbox.{key} must be a whole number >= 0, got {v!r}")
+            limits[key] = v
+    return SandboxConfig(enabled=bool(value.get("enabled", True)), limits=limits)
+
+
+@dataclass(frozen=True)
 class CourseConfig:
     course: str = "course"
     device: str = "auto"
@@ -426,6 +477,8 @@ class CourseConfig:
     where the INT8 cases needed one per divisibility pattern (41 specializations of the five solutions become
     12). The values computed are the same either way; only the speed differs, and grading is not timing."""
     results_dir: str = "results"
+    sandbox: SandboxConfig = field(default_factory=lambda: SandboxConfig())
+    """The worker's sandbox (grader/sandbox.py): on by default."""
     always_allowed_imports: list[str] = field(default_factory=list)
     homeworks: dict[str, Homework] = field(default_factory=dict)
 
@@ -517,6 +570,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
         fork_server=bool(grading.get("fork_server", True)),
         specialize=bool(grading.get("specialize", False)),
         results_dir=str(grading.get("results_dir", "results")),
+        sandbox=_sandbox(grading.get("sandbox"), where),
         always_allowed_imports=[str(m) for m in data.get("always_allowed_imports") or []],
         homeworks=homeworks,
     )

@@ -366,6 +366,8 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
     checks = {"imports": ctx.static.imports or "ok", "signatures": ctx.static.signatures or "ok",
               "autotune": {k: len(v.get("configs") or []) for k, v in kernels.items()}}
     staff = {"pytest": pytest_out[-20000:], "backend": ctx.backend}
+    if ctx.results and ctx.results.load:  # which layers of the sandbox were on, in the worker's words
+        staff["sandbox"] = ctx.results.load.get("sandbox")
     if runs:
         staff.update({"worker_log": ctx.results.log if ctx.results else "",
                       "worker_exit": "; ".join(f"{r.run_id}: {r.describe_exit()}" for r in runs),
@@ -439,9 +441,10 @@ def shard_cost(cases: list[judge.CaseData], indices: list[int], specialize: bool
 
 def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0,
                keep: Path | None = None, on_result=None, benchmark_autotune: bool = False,
-               backend: str = "local", address: str | None = None) -> list[TaskResult]:
+               backend: str = "local", address: str | None = None, static_checks: bool = True) -> list[TaskResult]:
     """Grade every job. Workers run in parallel (here, or as Ray tasks with backend='ray'); each job is judged
-    here as soon as its workers are done."""
+    here as soon as its workers are done. `static_checks=False` skips the static policy (every file counts as
+    passing it): only for tests that prove the layers behind it (the op audit, the sandbox) on their own."""
     shard_runner = run_shard
     if backend == "ray":
         from grader.ray_backend import RayShards
@@ -461,6 +464,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         for n, job in enumerate(jobs):
             report = static.check_source(job.submission.read_text(errors="replace"), job.task,
                                          cfg.always_allowed_imports, job.submission.name)
+            if not static_checks:
+                report.imports = []
             cases = prepared.cases(job.task)
             jobdir = base / f"job-{n:04d}"
             jobdir.mkdir()
@@ -521,7 +526,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                job.task.timeout_s.get(device) or cfg.timeout_s[device], benchmark_autotune,
                                gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None,
                                fork_server=cfg.fork_server, specialize=specialize[n],
-                               launch=launch_job(job.task), stall_s=cfg.stall_s.get(device, 0.0))
+                               launch=launch_job(job.task), stall_s=cfg.stall_s.get(device, 0.0),
+                               sandbox=cfg.sandbox.job())
                 futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
                 pending[n] += 1
                 if k:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from grader import guards
+from grader import guards, torch_ops
 from grader.config import OutputSpec, TaskSpec
 from grader.runner import WorkerRun
 
@@ -293,7 +293,7 @@ def value_problem(spec: OutputSpec, t: torch.Tensor, ref: torch.Tensor) -> str |
 
 
 def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: list[str],
-              memo: dict | None = None) -> list[str]:
+              memo: dict | None = None, import_ops: list | None = None) -> list[str]:
     """Every problem of one call (one case under one config); empty when it is right. `memo` keeps the value
     checks of outputs shared by several runs (one tensor object), so each is judged once."""
     memo = {} if memo is None else memo
@@ -328,6 +328,16 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
     for j, rec in enumerate(allocs):
         label = owners.get(j) or f"a scratch buffer allocated by the wrapper (#{j}, shape {rec.get('size')})"
         msg = check_guards(rec, label)
+        if msg:
+            problems.append(msg)
+
+    # Provenance: the torch work the submission did itself, during the call and while it was imported.
+    kernel_made = [(spec.name, ref.numel()) for spec, ref in zip(task.outputs, case.expected) if spec.from_kernel]
+    if kernel_made:
+        if not isinstance(run.get("torch_ops"), list):
+            return ["the worker's record of this call has no op audit (garbled result)"]
+        name, size = min(kernel_made, key=lambda item: item[1])
+        msg = torch_ops.check([*(import_ops or []), *run["torch_ops"]], task.torch_ops, size, name)
         if msg:
             problems.append(msg)
 
@@ -396,7 +406,7 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
     memo: dict = {}
     for run in runs:
         try:
-            problems = check_run(task, case, run, device, names, memo)
+            problems = check_run(task, case, run, device, names, memo, (results.load or {}).get("torch_ops"))
         except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
             problems = [f"the worker's record of this call is garbled ({type(exc).__name__}: {exc})"]
         if run.get("fatal"):

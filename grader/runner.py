@@ -82,13 +82,23 @@ class JobSpec:
     """Speed tests to time after the cases: {index, test, case, baseline, warmup, reps, clock} (grader/worker.py)."""
     stall_s: float = 0.0
     """Stop a worker that reports no progress for this long (counted from its start); 0: only the time limit."""
+    sandbox: dict | None = None
+    """The worker's sandbox (grader/sandbox.py): {"limits": {...}}, or None for none (config: grading.sandbox)."""
+
+
+ENV_KEPT = ("PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "CC", "CXX")
+ENV_KEPT_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "PYTORCH_", "OMP_", "MKL_", "CUBLAS_")
+"""What of the grader's environment reaches a worker (and the fork server, whose start-up environment any child
+can read back from /proc): the toolchain's, CUDA's, Triton's and torch's settings, and nothing else (no tokens,
+no addresses, no home)."""
 
 
 def worker_env(device: str, gpu: int | None = None) -> dict[str, str]:
     """The environment a worker runs in."""
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k in ENV_KEPT or k.startswith(ENV_KEPT_PREFIXES)}
     env["PYTHONPATH"] = str(ROOT)  # the grader package only; the submission is loaded by path
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"  # what a worker printed reaches its log even when it is killed
     env["OPENBLAS_NUM_THREADS"] = "1"  # as in the fork server (see grader/forkserver.py), so numerics agree
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
@@ -116,10 +126,13 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
     job = {"submission": str(spec.submission.resolve()), "entry": spec.entry, "kernels": spec.kernels,
            "device": spec.device, "inputs": str(spec.inputs.resolve()), "cases": cases,
            "benchmark_autotune": spec.benchmark_autotune, "specialize": spec.specialize, "launch": spec.launch,
-           "perf": spec.perf}
+           "perf": spec.perf,
+           "sandbox": {**spec.sandbox, "timeout_s": spec.timeout_s} if spec.sandbox is not None else None}
     (jobdir / f"job-{run_id}.json").write_text(json.dumps(job))
     timeout_s = spec.timeout_s
     env = spec_env(spec)
+    if spec.sandbox is not None:  # a Triton cache of the job's own: a shared one would let one student's worker
+        env["TRITON_CACHE_DIR"] = str(jobdir / "triton-cache")  # plant compiled code for another's to load
     log_path = jobdir / f"worker-{run_id}.log"
     log_path.write_bytes(b"")
     scratch = jobdir / "cwd"  # the submission's working directory: empty, and not where results are written

@@ -26,13 +26,17 @@ import importlib.util
 import json
 import os
 import platform
+import shutil
 import sys
 import traceback
 from pathlib import Path
 
 import torch
 
-from grader import guards
+from grader import guards, sandbox
+from grader.audit import OpAudit
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -255,10 +259,20 @@ def _student_frames(tb, path: str) -> list[str]:
     return [f"line {f.lineno} in {f.name}: {f.line}" for f in frames]
 
 
+STUDENT_TEXT = 600
+"""Characters of a raised exception's text that reach the student (staff get the traceback): what a submission
+prints or raises is a channel out of the worker, so it is bounded (and the sandbox keeps secrets out of it)."""
+
+
 def _error_record(exc: BaseException, path: str) -> dict:
     text = f"{type(exc).__name__}: {exc}".strip()
+    refused = sandbox.explain(exc, ROOT)
+    if refused:
+        text = f"{refused} ({text[:200]})"
+    if len(text) > STUDENT_TEXT:
+        text = text[:STUDENT_TEXT] + f"... ({len(text) - STUDENT_TEXT} more characters)"
     return {
-        "error": text[:4000],
+        "error": text,
         "where": _student_frames(exc.__traceback__, path)[-3:],
         "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:],
     }
@@ -308,7 +322,8 @@ def kernel_params(kernel) -> set[str] | None:
     return None
 
 
-def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, config_index: int) -> dict:
+def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, config_index: int,
+             audit: OpAudit | None = None) -> dict:
     """One call of the entry on fresh guarded inputs, under one forced autotune config."""
     record: dict = {"config_index": config_index, "configs": {}, "error": None}
     for tuner, configs in tuners:
@@ -336,14 +351,19 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     start = time.perf_counter()
     result = None
     inst.active = True
+    window = audit.window({buf.untyped_storage().data_ptr() for buf, _, _ in inputs}) if audit \
+        else contextlib.nullcontext()
     try:
-        result = entry(*args, **kwargs)
+        with window:
+            result = entry(*args, **kwargs)
         if device == "cuda":
             torch.cuda.synchronize()
     except BaseException as exc:  # noqa: BLE001 - any failure of the submission is a result
         record.update(_error_record(exc, inst.path))
     finally:
         inst.active = False
+        if audit:
+            record["torch_ops"] = audit.result()
         for tuner, configs in tuners:
             tuner.configs = list(configs)
     record["seconds"] = time.perf_counter() - start
@@ -551,15 +571,68 @@ def environment(device: str) -> dict:
             "python": platform.python_version(), "interpreter": os.environ.get("TRITON_INTERPRET") == "1"}
 
 
+def _single_threaded() -> bool:
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return True
+
+
+def _in_a_child() -> int | None:
+    """Run the rest of the worker in a forked child (one thread, as a user namespace needs), and return its exit
+    code here; None in the child."""
+    pid = os.fork()
+    if pid == 0:
+        return None
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def enter_sandbox(job: dict, jobdir: Path, run_id: str, path: str) -> dict[str, str]:
+    """Apply the sandbox the job asks for (grader/sandbox.py) and report which layers are on, in
+    `sandbox-<run_id>.json` (the staff JSON shows it)."""
+    settings = job.get("sandbox")
+    if not settings:
+        report = {"sandbox": "off: grading.sandbox is false"}
+    else:
+        limits = sandbox.Limits(**settings.get("limits", {}))
+        plan = sandbox.plan(jobdir, ROOT, job["device"], float(settings.get("timeout_s", 600)), limits)
+        plan.allow(path, sandbox.FS_READ_FILE)
+        report = sandbox.apply(plan, jobdir)
+        os.environ["HOME"] = os.environ.get("TMPDIR", str(jobdir))
+    _write_json(jobdir / f"sandbox-{run_id}.json", report)
+    return report
+
+
 def main(jobdir: Path, run_id: str) -> int:
     job = json.loads((jobdir / f"job-{run_id}.json").read_text())
+    if job.get("sandbox") and not _single_threaded():
+        code = _in_a_child()  # `python -m grader.worker` has a thread or two by now; a forked child has one
+        if code is not None:
+            return code
     status = jobdir / f"status-{run_id}.json"
     device = job["device"]
     path = os.path.abspath(job["submission"])
+    if job.get("sandbox"):  # the sandbox reads the job folder only (and /tmp is its own): run a copy from there
+        copy = jobdir / f"src-{run_id}" / os.path.basename(path)
+        copy.parent.mkdir(exist_ok=True)
+        shutil.copyfile(path, copy)
+        path = str(copy)
     load: dict = {"ok": False, "kernels": {}, "environment": {}}
+    # What the submission must not reach is read first, as the grader: its inputs and the staff baselines.
+    cases = torch.load(job["inputs"], weights_only=True)
+    baselines: dict[int, object] = {}
+    for item in job.get("perf") or []:
+        try:
+            baselines[item["index"]] = getattr(_load_module(f"baseline{item['index']}", str(ROOT / item["baseline"])),
+                                               job["entry"])
+        except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
+            baselines[item["index"]] = f"the baseline could not be loaded: {type(exc).__name__}: {exc}"
+    load["sandbox"] = enter_sandbox(job, jobdir, run_id, path)
     # Workers run side by side, one per core or more: torch's own thread pool in each would only contend (with
     # two per core, its spinning threads made the guard bookkeeping of a case ten times slower on CI's 2 cores).
     torch.set_num_threads(1)
+    audit = OpAudit(path)
     try:
         load["environment"] = environment(device)
         if device == "cpu":
@@ -568,8 +641,9 @@ def main(jobdir: Path, run_id: str) -> int:
         inst = Instruments()
         inst.path = path
         os.environ.update((job.get("launch") or {}).get("env") or {})
-        cases = torch.load(job["inputs"], weights_only=True)
-        module = _load_module("submission", path)
+        with audit.window():
+            module = _load_module("submission", path)
+        load["torch_ops"] = [{**r, "phase": "import"} for r in audit.result()]
         entry = getattr(module, job["entry"], None)
         if job.get("launch"):
             entry = Launcher(entry, job["launch"])
@@ -596,7 +670,7 @@ def main(jobdir: Path, run_id: str) -> int:
         if job.get("benchmark_autotune"):
             naive_call(entry, case, device)
         for c in range(n_runs):
-            record = run_case(entry, case, device, inst, tuners, c)
+            record = run_case(entry, case, device, inst, tuners, c, audit)
             runs.append(record)
             # progress, for the runner's stall limit (grading.stall_s): one more run of this case is done
             _write_json(status, {"case": case["id"], "index": i, "runs": c + 1, "started": time.time()})
@@ -613,12 +687,9 @@ def main(jobdir: Path, run_id: str) -> int:
             return 3
     for item in job.get("perf") or []:
         _write_json(status, {"perf": item["test"], "started": time.time()})
-        try:
-            from grader.config import ROOT
-
-            baseline = getattr(_load_module("baseline", str(ROOT / item["baseline"])), job["entry"])
-        except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
-            record = {"error": f"the baseline could not be loaded: {type(exc).__name__}: {exc}"}
+        baseline = baselines[item["index"]]
+        if isinstance(baseline, str):
+            record = {"error": baseline}
         else:
             record = time_calls(entry, baseline, cases[item["case"]], device, item["warmup"], item["reps"],
                                 item.get("clock", "gpu"))

@@ -1,0 +1,162 @@
+"""The op audit (worker side): which torch operations the submission itself runs, and on how much data.
+
+While the submission is imported and while each call of a case runs, two torch modes are installed:
+
+* a dispatch mode sees every ATen operation, whichever Python API asked for it (`torch.round(x)`, `x * 127`,
+  `x.round_()`, `torch.ops.aten.round(x)`, a torch call inside an interpreted kernel);
+* a function mode sees what never reaches the dispatcher: data handed to Python (`tolist`, `numpy`,
+  `__array__`).
+
+An operation counts as the submission's when the innermost Python frame that asked for it, past torch's own and
+the standard library's, is in the submission's file; so the grader's work (guard bands, copies of the outputs)
+and Triton's (the interpreter's copies) are not counted, while a torch call the submission hides behind a
+standard-library helper is. Each is recorded as {op, line, calls, elements, shape, scalar}: `elements` is the
+size of what it produced (or read, for an operation that returns no tensor), `scalar` says that every tensor it
+touched had at most one element and none of them held the call's input data (a view or a cast of an input counts
+as input data, so `127 * x` on a one-element input is not scalar arithmetic).
+
+The worker records and never judges: grader/torch_ops.py applies the task's policy in the judge. Like every
+record made inside the submission's process, this one is evidence, not proof: the static policy keeps the modes
+themselves out of reach, and the sandbox keeps the answers out of the process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+MAX_RECORDS = 256
+"""Distinct (op, line, scalar) records kept per window; more are counted in the last one."""
+COPIES = {"_to_copy", "clone", "copy_", "contiguous", "_copy_from", "_copy_from_and_resize", "lift_fresh_copy"}
+"""Operations whose result holds the same data as their input: a copy of input data is input data too."""
+TO_PYTHON = {"tolist": "tolist", "numpy": "numpy", "__array__": "numpy", "__iter__": "iter"}
+"""Tensor methods that hand data to Python, which the dispatcher never sees."""
+
+_SKIP = tuple(os.path.dirname(p) + os.sep for p in (torch.__file__, os.__file__)) + (
+    sysconfig.get_paths()["stdlib"] + os.sep, __file__)
+
+
+class OpAudit:
+    """Records the submission's torch operations while a window is open (`with audit.window(...)`)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.records: dict[tuple, dict] = {}
+        self.inputs: set[int] = set()
+        """Storage addresses that hold the call's input data (its inputs, their views and copies)."""
+        self._dispatch = _Dispatch(self)
+        self._function = _Function(self)
+
+    def window(self, input_storages: set[int] | None = None) -> _Window:
+        """Open a recording window (the import, or one call); `input_storages` are the call's inputs."""
+        self.records = {}
+        self.inputs = set(input_storages or ())
+        return _Window(self)
+
+    def result(self) -> list[dict]:
+        return list(self.records.values())
+
+    # ------------------------------------------------------------------------------------------- recording
+
+    def student_line(self) -> int | None:
+        """The line of the submission that asked for the current operation, or None when it is not its own."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name == self.path:
+                return frame.f_lineno
+            if not name.startswith(_SKIP) and name != "<string>":
+                return None  # the grader's, Triton's or another library's work
+            frame = frame.f_back
+        return None
+
+    def note(self, op: str, line: int, tensors_in: list, tensors_out: list) -> None:
+        store = lambda t: t.untyped_storage().data_ptr()  # noqa: E731
+        touched = [t for t in (*tensors_in, *tensors_out) if isinstance(t, torch.Tensor)]
+        tainted = any(store(t) in self.inputs for t in tensors_in if isinstance(t, torch.Tensor))
+        if tainted and op in COPIES:
+            self.inputs.update(store(t) for t in tensors_out if isinstance(t, torch.Tensor))
+        outs = [t for t in tensors_out if isinstance(t, torch.Tensor)]
+        elements = sum(t.numel() for t in outs) if outs else max((t.numel() for t in touched), default=0)
+        largest = max(touched, key=lambda t: t.numel(), default=None)
+        scalar = all(t.numel() <= 1 for t in touched) and not tainted
+        key = (op, line, scalar)
+        if key not in self.records and len(self.records) >= MAX_RECORDS:
+            key = next(reversed(self.records))
+        rec = self.records.setdefault(key, {"op": op, "line": line, "scalar": scalar, "calls": 0, "elements": 0,
+                                            "shape": []})
+        rec["calls"] += 1
+        rec["elements"] += int(elements)
+        if largest is not None and largest.numel() >= _numel(rec["shape"]):
+            rec["shape"] = list(largest.shape)
+
+
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n if shape else 0
+
+
+def _flat(value) -> list:
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _flat(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _flat(v)]
+    return [value] if isinstance(value, torch.Tensor) else []
+
+
+class _Dispatch(TorchDispatchMode):
+    def __init__(self, audit: OpAudit) -> None:
+        super().__init__()
+        self.audit = audit
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        line = self.audit.student_line()
+        if line is not None:
+            name = func.overloadpacket.__name__
+            self.audit.note("item" if name == "_local_scalar_dense" else name, line, _flat((args, kwargs)),
+                            _flat(out))
+        return out
+
+
+class _Function(TorchFunctionMode):
+    def __init__(self, audit: OpAudit) -> None:
+        super().__init__()
+        self.audit = audit
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        op = TO_PYTHON.get(getattr(func, "__name__", ""))
+        if op is not None:
+            line = self.audit.student_line()
+            if line is not None:
+                self.audit.note(op, line, _flat(args), [])
+        return out
+
+
+class _Window:
+    def __init__(self, audit: OpAudit) -> None:
+        self.audit = audit
+
+    def __enter__(self) -> OpAudit:
+        self.audit._function.__enter__()
+        self.audit._dispatch.__enter__()
+        return self.audit
+
+    def __exit__(self, *exc) -> None:
+        self.audit._dispatch.__exit__(*exc)
+        self.audit._function.__exit__(*exc)
+
+
+def input_storages(tensors: list[torch.Tensor]) -> set[int]:
+    """The storage addresses of the call's input tensors (views of them share these)."""
+    return {t.untyped_storage().data_ptr() for t in tensors}

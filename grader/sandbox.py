@@ -1,0 +1,452 @@
+"""The worker's sandbox: what a submission can reach once the worker has loaded its inputs.
+
+Applied by the worker (grader/worker.py) after it has read its job and inputs and before it imports the
+submission, in this order, each layer reported on its own (`apply` returns {layer: "on: ..." | "off: why"}):
+
+* network: a new network namespace (no interface but a loopback that is down), so nothing is reachable; with
+  Landlock ABI >= 4, TCP bind and connect are refused as well;
+* user: the same namespace call puts the worker in a user namespace of its own: it keeps its user id (files stay
+  readable as they were; Landlock below decides which), but holds no capability outside that namespace, and the
+  process limit below counts this worker alone;
+* limits (setrlimit): processes and threads (RLIMIT_NPROC: a fork bomb dies alone), open files, file size,
+  CPU seconds, no core dumps, and memory through RLIMIT_DATA, which counts private writable memory (what a
+  runaway allocation grows) but not the address space CUDA reserves (an RLIMIT_AS breaks CUDA contexts);
+* files and programs (Landlock): read only Python and its packages, the system's libraries and headers, a few
+  files of /etc, /proc and /sys, the grader's own package and the devices a run needs (null, zero, random,
+  the NVIDIA devices); read and write only the job folder (which holds the private temp folder and the job's
+  Triton cache); execute only the toolchain Triton runs when it compiles (ptxas and friends from its backend,
+  the C compiler it builds launchers with, ldconfig, the dynamic loader); signals and abstract unix sockets
+  stay inside the sandbox (ABI >= 6). `tasks/`, `reference/`, `submissions/`, `results/`, the ledger, home
+  folders and every other job's folder are out of reach.
+
+Landlock is used through its three system calls with ctypes: no package to install. Every layer that cannot be
+applied on a machine is reported as off, and grading goes on (the staff JSON shows the report).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import functools
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# ----------------------------------------------------------------------------------------------- Landlock ABI
+
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the same on x86-64 and arm64
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
+
+FS_EXECUTE = 1 << 0
+FS_WRITE_FILE = 1 << 1
+FS_READ_FILE = 1 << 2
+FS_READ_DIR = 1 << 3
+FS_REMOVE_DIR = 1 << 4
+FS_REMOVE_FILE = 1 << 5
+FS_MAKE_CHAR = 1 << 6
+FS_MAKE_DIR = 1 << 7
+FS_MAKE_REG = 1 << 8
+FS_MAKE_SOCK = 1 << 9
+FS_MAKE_FIFO = 1 << 10
+FS_MAKE_BLOCK = 1 << 11
+FS_MAKE_SYM = 1 << 12
+FS_REFER = 1 << 13  # ABI 2
+FS_TRUNCATE = 1 << 14  # ABI 3
+# FS_IOCTL_DEV (ABI 5) is left unhandled: CUDA drives the GPU through ioctls on the device files it may open.
+
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
+
+_FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE
+READ = FS_READ_FILE | FS_READ_DIR
+RUN = READ | FS_EXECUTE
+WRITE = (READ | FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_DIR | FS_MAKE_REG | FS_MAKE_SYM
+         | FS_MAKE_FIFO | FS_MAKE_SOCK | FS_REFER | FS_TRUNCATE)
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+def _syscall(number: int, *args) -> int:
+    result = _libc.syscall(ctypes.c_long(number), *args)
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return result
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 when Landlock is missing or disabled."""
+    try:
+        return _syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    except OSError:
+        return 0
+
+
+def _handled_fs(abi: int) -> int:
+    rights = (FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_READ_DIR | FS_REMOVE_DIR | FS_REMOVE_FILE
+              | FS_MAKE_CHAR | FS_MAKE_DIR | FS_MAKE_REG | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_BLOCK | FS_MAKE_SYM)
+    if abi >= 2:
+        rights |= FS_REFER
+    if abi >= 3:
+        rights |= FS_TRUNCATE
+    return rights
+
+
+def landlock(rules: dict[str, int], abi: int) -> str:
+    """Restrict this process (and all it starts) to `rules` ({path: rights}); paths that do not exist are skipped.
+    Returns what was handled, for the report. Raises OSError when the kernel refuses."""
+    handled = _handled_fs(abi)
+    attr = _RulesetAttr(handled, (NET_BIND_TCP | NET_CONNECT_TCP) if abi >= 4 else 0,
+                        (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0)
+    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
+    ruleset = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    try:
+        for path, rights in rules.items():
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                rights &= handled
+                if not os.path.isdir(path):
+                    rights &= _FILE_RIGHTS
+                beneath = _PathBeneathAttr(rights, fd)
+                _syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
+                         ctypes.byref(beneath), ctypes.c_uint32(0))
+            finally:
+                os.close(fd)
+        _libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS: required without CAP_SYS_ADMIN, and wanted anyway
+        _syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
+    finally:
+        os.close(ruleset)
+    extra = (", TCP bind/connect refused" if abi >= 4 else "") + (", signals and abstract sockets scoped"
+                                                                    if abi >= 6 else "")
+    return f"Landlock ABI {abi}: {len(rules)} rules{extra}"
+
+
+# ------------------------------------------------------------------------------------------------ the plan
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of a sandboxed worker (config.yaml: grading.sandbox)."""
+
+    memory_mb: int = 16384
+    """RLIMIT_DATA: private writable memory (heap, anonymous mappings), in MiB."""
+    processes: int = 512
+    """RLIMIT_NPROC: processes and threads of the worker (counted in its own user namespace)."""
+    open_files: int = 4096
+    """RLIMIT_NOFILE."""
+    file_size_mb: int = 2048
+    """RLIMIT_FSIZE: the largest file the worker may write, in MiB."""
+    tmp_mb: int = 1024
+    """The size of the worker's private /tmp (a tmpfs: it takes memory only as files fill it), in MiB."""
+    cpu_s: int = 0
+    """RLIMIT_CPU in seconds; 0 = four times the worker's wall-clock limit (the wall clock is the main guard)."""
+
+
+@dataclass
+class Plan:
+    """What one worker may reach. Paths are absolute; rights are Landlock rights."""
+
+    rules: dict[str, int] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    cpu_s: int = 600
+
+    def allow(self, path: str | os.PathLike, rights: int) -> None:
+        path = os.path.realpath(path)
+        self.rules[path] = self.rules.get(path, 0) | rights
+
+
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd", "group",
+             "host.conf", "os-release", "alternatives", "gai.conf")
+"""What of /etc a run reads: the dynamic loader's cache, the time zone, user names (and gcc's alternatives)."""
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+LIBRARY_DIRS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/usr/include", "/usr/local/include",
+                "/usr/share/zoneinfo", "/usr/local/cuda", "/usr/lib/wsl")
+"""Shared libraries (CUDA's driver among them) and the headers gcc needs to build Triton's launchers. /usr/bin is
+not here: programs are readable only where they may be run."""
+
+
+@functools.lru_cache(maxsize=1)
+def toolchain() -> tuple[str, ...]:
+    """Programs (and program folders) Triton runs when it compiles: its backend's binaries (ptxas, ...), the C/C++
+    compiler it builds launchers and its driver module with, with gcc's own helpers, the assembler and linker,
+    ldconfig (to find libcuda), and the dynamic loader that starts them."""
+    found: list[str] = []
+    try:
+        import triton
+
+        found.append(str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin"))
+    except ImportError:  # pragma: no cover - the worker needs triton anyway
+        pass
+    for name in ("cc", "gcc", "c++", "g++", "clang", "as", "ld", "ld.bfd", "ld.gold"):
+        path = shutil.which(name)
+        if path:
+            found.append(os.path.realpath(path))
+    gcc = shutil.which("gcc")
+    if gcc:
+        for prog in ("cc1", "cc1plus", "collect2", "lto-wrapper"):
+            try:
+                out = subprocess.run([gcc, f"-print-prog-name={prog}"], capture_output=True, text=True,
+                                     timeout=10).stdout.strip()
+            except (OSError, subprocess.SubprocessError):
+                continue
+            if os.path.isabs(out):
+                found.append(os.path.dirname(os.path.realpath(out)))
+    for path in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "/sbin/ldconfig.real", "/lib64/ld-linux-x86-64.so.2",
+                 "/lib/ld-linux-aarch64.so.1"):
+        if os.path.exists(path):
+            found.append(os.path.realpath(path))
+    return tuple(dict.fromkeys(found))
+
+
+def python_paths(root: Path) -> list[str]:
+    """Python's own folders and its packages' (sys.path), without the project itself: the grader's package is
+    added on its own, and tasks/, reference/ and submissions/ stay out of reach."""
+    paths = [*sysconfig.get_paths().values(), sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path]
+    try:
+        import site
+
+        paths += site.getsitepackages()
+    except AttributeError:  # pragma: no cover - old virtualenvs
+        pass
+    root = root.resolve()
+    keep = []
+    for p in paths:
+        if not p or not os.path.isdir(p):
+            continue
+        real = Path(os.path.realpath(p))
+        if real == root or root.is_relative_to(real):
+            continue  # the project, or a folder that contains it
+        if real.is_relative_to(root) and real.relative_to(root).parts[0] in PROJECT_SECRETS:
+            continue
+        keep.append(str(real))
+    return keep
+
+
+PROJECT_SECRETS = ("tasks", "reference", "submissions", "results")
+"""Project folders a worker never reads, even when a Python path points inside them."""
+
+
+def plan(jobdir: Path, root: Path, device: str, timeout_s: float, limits: Limits) -> Plan:
+    """The rules for a worker of the job in `jobdir` (its temp folder and Triton cache live inside it)."""
+    p = Plan(limits=limits, cpu_s=limits.cpu_s or int(4 * timeout_s) + 60)
+    for path in python_paths(root):
+        p.allow(path, READ)
+    p.allow(root / "grader", READ)
+    for path in LIBRARY_DIRS:
+        p.allow(path, READ)
+    for name in ETC_FILES:
+        p.allow(Path("/etc") / name, READ)
+    for path in ("/proc", "/sys"):
+        p.allow(path, READ)
+    for path in DEVICES:
+        p.allow(path, FS_READ_FILE | FS_WRITE_FILE)
+    if device == "cuda":
+        for name in sorted(os.listdir("/dev")):
+            if name.startswith("nvidia"):
+                p.allow(Path("/dev") / name, FS_READ_FILE | FS_WRITE_FILE | FS_READ_DIR)
+    for path in toolchain():
+        p.allow(path, RUN)
+    p.allow(jobdir, WRITE)
+    return p
+
+
+# ------------------------------------------------------------------------------------------------ applying
+
+
+def _unshare() -> tuple[str, str, bool]:
+    """A network namespace of the worker's own, inside a user namespace of its own when the process is still
+    single-threaded (the kernel's rule): then no capability is left outside it. As root, the worker first takes
+    a real user id of its own (SANDBOX_UID_BASE + pid) while keeping root as its effective and file-system id:
+    files stay readable as they were (Landlock below decides which), and RLIMIT_NPROC, which counts processes by
+    real user and exempts only root and holders of capabilities, then counts this worker's processes alone.
+    Returns the report's network and user lines, and whether the limit on processes means something."""
+    own = ""
+    if os.geteuid() == 0:
+        uid = SANDBOX_UID_BASE + os.getpid()
+        try:
+            os.setresuid(uid, 0, 0)
+            own = f", real uid {uid}"
+        except OSError:
+            pass
+    euid, egid = os.geteuid(), os.getegid()
+    if _libc.unshare(ctypes.c_int(CLONE_NEWNET | CLONE_NEWUSER | CLONE_NEWNS)) == 0:
+        # Map the effective user and group to themselves (files it creates in its own /tmp need an owner the
+        # namespace knows); the real uid stays unmapped, as it should.
+        for name, line in (("setgroups", "deny"), ("uid_map", f"{euid} {euid} 1"), ("gid_map", f"{egid} {egid} 1")):
+            with open(f"/proc/self/{name}", "w") as fh:
+                fh.write(line)
+        return (f"on: {NETWORK_WORDS}", f"on: a user namespace of its own (no capability outside it){own}",
+                bool(own) or os.geteuid() != 0)
+    err = ctypes.get_errno()
+    user = f"off: a user namespace was refused ({os.strerror(err)})"
+    if _libc.unshare(ctypes.c_int(CLONE_NEWNET)) == 0:
+        return f"on: {NETWORK_WORDS}", user, False
+    err = ctypes.get_errno()
+    return f"off: unshare failed ({os.strerror(err)})", user, False
+
+
+CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWUSER = 0x00020000, 0x40000000, 0x10000000
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+SANDBOX_UID_BASE = 1_000_000
+"""A root worker's real user id is SANDBOX_UID_BASE + its pid: unique among live processes, never a real user."""
+NETWORK_WORDS = "a network namespace of its own (no route anywhere)"
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda v: None if v is None else v.encode()  # noqa: E731
+    if _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {target}: {os.strerror(err)}")
+
+
+def _private_tmp(jobdir: Path, size_mb: int) -> str:
+    """A /tmp of the worker's own: an empty tmpfs of `size_mb` in its mount namespace, with the job folder bound
+    back at its path when it lies under /tmp. Temporary files (the compilers' among them: a child of this
+    process runs in the kernel's secure-exec mode, as its real and effective users differ, and its C library
+    then ignores TMPDIR) land there, out of every other job's sight, and bounded in size."""
+    fd = os.open(jobdir, os.O_PATH | os.O_CLOEXEC)
+    try:
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
+        if Path(jobdir).resolve().is_relative_to("/tmp"):
+            os.makedirs(jobdir, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", str(jobdir), None, MS_BIND)
+    finally:
+        os.close(fd)
+    os.chdir(os.getcwd())  # the working directory by its path again (it lies in the job folder)
+    return f"on: a private /tmp ({size_mb} MiB tmpfs)"
+
+
+def _set_limits(p: Plan, own_uid: bool) -> str:
+    mib = 1 << 20
+    table = [("RLIMIT_DATA", p.limits.memory_mb * mib, f"memory {p.limits.memory_mb} MiB"),
+             ("RLIMIT_NOFILE", p.limits.open_files, f"{p.limits.open_files} open files"),
+             ("RLIMIT_FSIZE", p.limits.file_size_mb * mib, f"files up to {p.limits.file_size_mb} MiB"),
+             ("RLIMIT_CPU", p.cpu_s, f"{p.cpu_s} CPU s"),
+             ("RLIMIT_CORE", 0, "no core dumps")]
+    if own_uid:  # RLIMIT_NPROC counts every process of the uid (in its user namespace): only then is it the worker's
+        table.append(("RLIMIT_NPROC", p.limits.processes, f"{p.limits.processes} processes and threads"))
+    done = []
+    for name, value, words in table:
+        which = getattr(resource, name)
+        _, hard = resource.getrlimit(which)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (value, value))
+        done.append(words)
+    if not own_uid:
+        done.append("processes not limited (no user namespace of its own)")
+    return "on: " + ", ".join(done)
+
+
+def apply(p: Plan, jobdir: Path) -> dict[str, str]:
+    """Apply every layer that this machine offers, in the order that works (namespaces first, while the process is
+    single-threaded; Landlock last, so that nothing before it needs a refused file). Returns a report
+    {layer: "on: ..." | "off: reason"}; a layer that fails is reported, not fatal."""
+    report: dict[str, str] = {}
+    report["network"], report["user"], counted = _unshare()
+    try:
+        report["tmp"] = _private_tmp(jobdir, p.limits.tmp_mb) if report["user"].startswith("on") else \
+            "off: no mount namespace (temporary files go to the job folder)"
+    except OSError as exc:
+        report["tmp"] = f"off: {exc} (temporary files go to the job folder)"
+    if report["tmp"].startswith("on"):
+        p.allow("/tmp", WRITE)
+        os.environ["TMPDIR"] = "/tmp"
+    else:
+        private = Path(jobdir) / f"tmp-{os.getpid()}"
+        private.mkdir(exist_ok=True)
+        os.environ["TMPDIR"] = str(private)
+    import tempfile
+
+    tempfile.tempdir = None  # tempfile caches its folder: look again
+    try:
+        report["limits"] = _set_limits(p, counted)
+    except (OSError, ValueError) as exc:
+        report["limits"] = f"off: setrlimit failed ({exc})"
+    abi = landlock_abi()
+    if not abi:
+        report["files"] = "off: Landlock is not available in this kernel"
+    else:
+        try:
+            report["files"] = "on: " + landlock(p.rules, abi)
+        except OSError as exc:
+            report["files"] = f"off: Landlock refused the rules ({exc})"
+    return report
+
+
+# ------------------------------------------------------------------------------------------------ messages
+
+REFUSED_ERRNOS = {errno.EACCES, errno.EPERM}
+
+
+def explain(exc: BaseException, root: Path) -> str | None:
+    """A student-facing sentence for an error the sandbox caused, or None. It names what was refused, with a
+    path relative to the project when it lies inside it (`opening tasks/10_x/solution.py was refused`)."""
+    import traceback
+
+    chain, seen = [], set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        chain.append(e)
+        reason = getattr(e, "reason", None)  # urllib's URLError keeps the socket's error here
+        e = reason if isinstance(reason, BaseException) else (e.__cause__ or e.__context__)
+    for e in chain:
+        frames = traceback.extract_tb(e.__traceback__)
+        if isinstance(e, OSError) and e.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN,
+                                                  errno.EADDRNOTAVAIL) \
+                or "Network is unreachable" in str(e) \
+                or (isinstance(e, OSError) and e.errno in REFUSED_ERRNOS and not e.filename
+                    and any(os.path.basename(f.filename) == "socket.py" for f in frames)):
+            return "a network connection was refused: the grader's sandbox has no network"
+        if isinstance(e, BlockingIOError) or (isinstance(e, OSError) and e.errno == errno.EAGAIN):
+            return "starting a process was refused: the grader's sandbox limits processes and threads"
+        if isinstance(e, MemoryError):
+            return "allocating memory was refused: the grader's sandbox limits the worker's memory"
+        if isinstance(e, OSError) and e.errno in REFUSED_ERRNOS and e.filename:
+            verb = "running" if any(f.name in ("_execute_child", "execv", "execve", "posix_spawn") or
+                                    "subprocess" in f.filename for f in frames) else "opening"
+            return f"{verb} {_shown(str(e.filename), root)} was refused by the grader's sandbox"
+        text = str(e)
+        if "Permission denied" in text or "Operation not permitted" in text:
+            path = _path_in(text)
+            what = f"opening {_shown(path, root)}" if path else "an operation"
+            return f"{what} was refused by the grader's sandbox"
+    return None
+
+
+def _path_in(text: str) -> str | None:
+    """The first absolute path in an error's text (torch writes `<path>`, Python `'path'`)."""
+    for word in re.split(r"[\s'\"()<>:]+", text):
+        if word.startswith("/") and len(word) > 1:
+            return word
+    return None
+
+
+def _shown(path: str, root: Path) -> str:
+    try:
+        return str(Path(os.path.realpath(path)).relative_to(root.resolve()))
+    except ValueError:
+        return path
