@@ -51,6 +51,7 @@ def _preload() -> None:
         with audit.OpAudit("<warm-up>").window():
             torch.ones(2).abs().max()
         sandbox.toolchain()  # the compiler's helper folders, asked of gcc once (0.1-0.2 s)
+        sandbox.libcuda_dir()
     except Exception:  # noqa: BLE001 - the children do it themselves then
         pass
 

@@ -191,7 +191,8 @@ not here: programs are readable only where they may be run."""
 def toolchain() -> tuple[str, ...]:
     """Programs (and program folders) Triton runs when it compiles: its backend's binaries (ptxas, ...), the C/C++
     compiler it builds launchers and its driver module with, with gcc's own helpers, the assembler and linker,
-    ldconfig (to find libcuda), and the dynamic loader that starts them."""
+    and the dynamic loader that starts them. Not ldconfig, which Triton runs to find libcuda: `libcuda_dir`
+    answers that before the sandbox (on Debian-like systems ldconfig is a shell script, and no shell may run)."""
     found: list[str] = []
     try:
         import triton
@@ -199,12 +200,13 @@ def toolchain() -> tuple[str, ...]:
         found.append(str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin"))
     except ImportError:  # pragma: no cover - the worker needs triton anyway
         pass
-    for name in ("cc", "gcc", "c++", "g++", "clang", "as", "ld", "ld.bfd", "ld.gold"):
+    for name in ("as", "ld", "ld.bfd", "ld.gold"):
         path = shutil.which(name)
         if path:
             found.append(os.path.realpath(path))
-    gcc = shutil.which("gcc")
+    gcc = compiler()
     if gcc:
+        found.append(gcc)
         for prog in ("cc1", "cc1plus", "collect2", "lto-wrapper"):
             try:
                 out = subprocess.run([gcc, f"-print-prog-name={prog}"], capture_output=True, text=True,
@@ -213,11 +215,44 @@ def toolchain() -> tuple[str, ...]:
                 continue
             if os.path.isabs(out):
                 found.append(os.path.dirname(os.path.realpath(out)))
-    for path in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "/sbin/ldconfig.real", "/lib64/ld-linux-x86-64.so.2",
-                 "/lib/ld-linux-aarch64.so.1"):
+    for path in ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"):
         if os.path.exists(path):
             found.append(os.path.realpath(path))
     return tuple(dict.fromkeys(found))
+
+
+@functools.lru_cache(maxsize=1)
+def compiler() -> str | None:
+    """The C compiler Triton builds its launchers with, as the program itself (no wrapper script: no shell may
+    run in the sandbox): $CC, else gcc, cc or clang on the PATH. The worker passes it to Triton as CC."""
+    for name in (os.environ.get("CC"), "gcc", "cc", "clang"):
+        path = shutil.which(name) if name else None
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        try:
+            with open(real, "rb") as fh:
+                if fh.read(2) == b"#!":
+                    continue
+        except OSError:
+            continue
+        return real
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def libcuda_dir() -> str | None:
+    """The folder of the CUDA driver library, as Triton would find it with `ldconfig -p`; the worker passes it
+    to Triton as TRITON_LIBCUDA_PATH, so that Triton need not run ldconfig inside the sandbox."""
+    for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig"):
+        try:
+            out = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        for line in out.splitlines():
+            if "libcuda.so.1" in line and "=>" in line:
+                return os.path.dirname(line.split("=>")[-1].strip())
+    return None
 
 
 def python_paths(root: Path) -> list[str]:
@@ -254,12 +289,18 @@ def plan(jobdir: Path, root: Path, device: str, timeout_s: float, limits: Limits
     for path in python_paths(root):
         p.allow(path, READ)
     p.allow(root / "grader", READ)
-    for path in LIBRARY_DIRS:
-        p.allow(path, READ)
+    for path in (*LIBRARY_DIRS, *os.environ.get("LD_LIBRARY_PATH", "").split(":")):
+        if path:
+            p.allow(path, READ)
+    if device == "cuda" and libcuda_dir():
+        p.allow(libcuda_dir(), READ)  # the driver library (and its neighbours), wherever the system keeps it
     for name in ETC_FILES:
         p.allow(Path("/etc") / name, READ)
     for path in ("/proc", "/sys"):
         p.allow(path, READ)
+    # The CUDA driver writes into its own /proc entries (opened for writing with truncation; seen on the H100
+    # box: without this, cudaGetDeviceCount fails with error 304). Only the worker's own: /proc/sys stays read-only.
+    p.allow("/proc/self", READ | FS_WRITE_FILE | FS_TRUNCATE)
     for path in DEVICES:
         p.allow(path, FS_READ_FILE | FS_WRITE_FILE)
     if device == "cuda":
@@ -300,7 +341,7 @@ def _unshare() -> tuple[str, str, bool]:
         return (f"on: {NETWORK_WORDS}", f"on: a user namespace of its own (no capability outside it){own}",
                 bool(own) or os.geteuid() != 0)
     err = ctypes.get_errno()
-    user = f"off: a user namespace was refused ({os.strerror(err)})"
+    user = f"off: a user namespace was refused ({os.strerror(err)}; {len(os.listdir('/proc/self/task'))} threads)"
     if _libc.unshare(ctypes.c_int(CLONE_NEWNET)) == 0:
         return f"on: {NETWORK_WORDS}", user, False
     err = ctypes.get_errno()
@@ -360,15 +401,22 @@ def _set_limits(p: Plan, own_uid: bool) -> str:
     return "on: " + ", ".join(done)
 
 
-def apply(p: Plan, jobdir: Path) -> dict[str, str]:
+LAYERS = ("namespaces", "tmp", "limits", "files")
+
+
+def apply(p: Plan, jobdir: Path, layers: tuple[str, ...] = LAYERS) -> dict[str, str]:
     """Apply every layer that this machine offers, in the order that works (namespaces first, while the process is
     single-threaded; Landlock last, so that nothing before it needs a refused file). Returns a report
     {layer: "on: ..." | "off: reason"}; a layer that fails is reported, not fatal."""
     report: dict[str, str] = {}
-    report["network"], report["user"], counted = _unshare()
+    if "namespaces" in layers:
+        report["network"], report["user"], counted = _unshare()
+    else:
+        report["network"] = report["user"] = "off: not asked for"
+        counted = False
     try:
-        report["tmp"] = _private_tmp(jobdir, p.limits.tmp_mb) if report["user"].startswith("on") else \
-            "off: no mount namespace (temporary files go to the job folder)"
+        report["tmp"] = _private_tmp(jobdir, p.limits.tmp_mb) if report["user"].startswith("on") \
+            and "tmp" in layers else "off: no mount namespace (temporary files go to the job folder)"
     except OSError as exc:
         report["tmp"] = f"off: {exc} (temporary files go to the job folder)"
     if report["tmp"].startswith("on"):
@@ -382,11 +430,13 @@ def apply(p: Plan, jobdir: Path) -> dict[str, str]:
 
     tempfile.tempdir = None  # tempfile caches its folder: look again
     try:
-        report["limits"] = _set_limits(p, counted)
+        report["limits"] = _set_limits(p, counted) if "limits" in layers else "off: not asked for"
     except (OSError, ValueError) as exc:
         report["limits"] = f"off: setrlimit failed ({exc})"
     abi = landlock_abi()
-    if not abi:
+    if "files" not in layers:
+        report["files"] = "off: not asked for"
+    elif not abi:
         report["files"] = "off: Landlock is not available in this kernel"
     else:
         try:

@@ -598,6 +598,10 @@ def enter_sandbox(job: dict, jobdir: Path, run_id: str, path: str) -> dict[str, 
         limits = sandbox.Limits(**settings.get("limits", {}))
         plan = sandbox.plan(jobdir, ROOT, job["device"], float(settings.get("timeout_s", 600)), limits)
         plan.allow(path, sandbox.FS_READ_FILE)
+        if job["device"] == "cuda" and sandbox.libcuda_dir() and "TRITON_LIBCUDA_PATH" not in os.environ:
+            os.environ["TRITON_LIBCUDA_PATH"] = sandbox.libcuda_dir()  # Triton would run ldconfig for it
+        if sandbox.compiler():
+            os.environ["CC"] = sandbox.compiler()  # the compiler itself, not a wrapper script
         report = sandbox.apply(plan, jobdir)
         os.environ["HOME"] = os.environ.get("TMPDIR", str(jobdir))
     _write_json(jobdir / f"sandbox-{run_id}.json", report)
