@@ -463,22 +463,28 @@ def explain(exc: BaseException, root: Path) -> str | None:
         chain.append(e)
         reason = getattr(e, "reason", None)  # urllib's URLError keeps the socket's error here
         e = reason if isinstance(reason, BaseException) else (e.__cause__ or e.__context__)
-    for e in chain:
+    def network(e: BaseException) -> bool:
+        if not isinstance(e, OSError):
+            return False
         frames = traceback.extract_tb(e.__traceback__)
-        if isinstance(e, OSError) and e.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN,
-                                                  errno.EADDRNOTAVAIL) \
-                or "Network is unreachable" in str(e) \
-                or (isinstance(e, OSError) and e.errno in REFUSED_ERRNOS and not e.filename
-                    and any(os.path.basename(f.filename) == "socket.py" for f in frames)):
-            return "a network connection was refused: the grader's sandbox has no network"
+        return e.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EADDRNOTAVAIL) \
+            or "Network is unreachable" in str(e) \
+            or (e.errno in REFUSED_ERRNOS and not e.filename
+                and any(os.path.basename(f.filename) == "socket.py" for f in frames))
+
+    if any(network(e) for e in chain):
+        return "a network connection was refused: the grader's sandbox has no network"
+    for e in chain:
         if isinstance(e, BlockingIOError) or (isinstance(e, OSError) and e.errno == errno.EAGAIN):
             return "starting a process was refused: the grader's sandbox limits processes and threads"
         if isinstance(e, MemoryError):
             return "allocating memory was refused: the grader's sandbox limits the worker's memory"
         if isinstance(e, OSError) and e.errno in REFUSED_ERRNOS and e.filename:
+            frames = traceback.extract_tb(e.__traceback__)
             verb = "running" if any(f.name in ("_execute_child", "execv", "execve", "posix_spawn") or
                                     "subprocess" in f.filename for f in frames) else "opening"
             return f"{verb} {_shown(str(e.filename), root)} was refused by the grader's sandbox"
+    for e in chain:
         text = str(e)
         if "Permission denied" in text or "Operation not permitted" in text:
             path = _path_in(text)

@@ -1,0 +1,161 @@
+"""Every layer of integrity, proven by a cheat it stops (issue 13): the static policy, the op audit and the sandbox.
+
+The known cheats live in tasks/10_quantize_global_int8/wrong/ and tasks/12_matmul_int8_fused_dequant/wrong/
+(selftest proves their verdicts). Here they are graded again with the layer in front switched off, to show that
+the layer behind it stops them too, and with the sandbox off, to show that they are real cheats. Runs on the CPU
+interpreter, and on CUDA as well where a GPU is visible (the H100 box).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader import sandbox, torch_ops
+from grader.config import ROOT, SandboxConfig, load_config
+from grader.grading import Job, grade_jobs
+
+TASK10 = ROOT / "tasks" / "10_quantize_global_int8"
+WRONG = TASK10 / "wrong"
+DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
+
+
+@pytest.fixture(scope="module")
+def small10(task10):
+    cases = [c for c in task10.cases if c.id in ("n1_fp32", "n127_fp16")]
+    return dataclasses.replace(task10, cases=cases, autotune_points=0.0, timeout_s={"cpu": 60, "cuda": 60})
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config(ROOT / "config.yaml")
+
+
+def _messages(result) -> dict[str, str]:
+    return {t.name: t.message for t in result.tests}
+
+
+def _grade(jobs, cfg, device, static_checks=True, sandbox_on=True):
+    cfg = dataclasses.replace(cfg, sandbox=SandboxConfig(enabled=sandbox_on))
+    return grade_jobs(jobs, cfg, device, workers=len(jobs), static_checks=static_checks)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_sandbox_and_the_op_audit_stop_the_cheats_the_static_policy_lets_through(small10, cfg, device):
+    names = ["launder_copy.py", "shell_command.py", "fork_bomb.py", "network.py"]
+    jobs = [Job(small10, WRONG / n, n) for n in names] + [Job(small10, TASK10 / "solution.py", "good")]
+    launder, shell, bomb, network, good = _grade(jobs, cfg, device)
+    # a fork bomb (and everything else here) costs only its own tests
+    assert good.score == good.max_score
+    for result in (launder, shell, bomb, network):
+        assert result.score == 0
+        assert _messages(result)["imports"] == "ok"  # the static policy let it through
+    msg = _messages(launder)
+    for case in ("n1_fp32", "n127_fp16"):
+        assert "must come from your kernel" in msg[case] and "at line 27" in msg[case], msg[case]
+    assert "torch.round" in msg["n127_fp16"] or "torch.mul" in msg["n127_fp16"]
+    assert "running /bin/sh was refused by the grader's sandbox" in _messages(shell)["n1_fp32"]
+    assert "starting a process was refused" in _messages(bomb)["n1_fp32"]
+    assert "a network connection was refused" in _messages(network)["n1_fp32"]
+    # staff see which layers were on
+    layers = good.staff["sandbox"]
+    assert all(layers[k].startswith("on") for k in ("network", "user", "tmp", "limits", "files")), layers
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_each_layer_behind_the_static_policy_stops_what_it_refuses(small10, cfg, device, tmp_path):
+    # read_answer_key.py finds the project through triton.__file__; to be sure to name a file that exists on any
+    # machine, this copy names it by its absolute path.
+    key = TASK10 / "solution.py"
+    reader = tmp_path / "reader.py"
+    reader.write_text((WRONG / "read_answer_key.py").read_text().replace(
+        "_steal()\n", f"torch.from_file({str(key)!r}, shared=False, size=400, dtype=torch.uint8)\n_steal()\n", 1))
+    forged, read = WRONG / "forged_launch.py", reader
+
+    static = _grade([Job(small10, forged, "f"), Job(small10, read, "r")], cfg, device)
+    assert "use of triton.runtime.jit is not allowed" in _messages(static[0])["imports"]
+    assert ".__file__ is not allowed" in _messages(static[1])["imports"]
+
+    forged_r, read_r = _grade([Job(small10, forged, "f"), Job(small10, read, "r")], cfg, device,
+                              static_checks=False)
+    assert forged_r.score == 0 and read_r.score == 0
+    assert "must come from your kernel" in _messages(forged_r)["n127_fp16"]  # the op audit, despite the forgery
+    message = _messages(read_r)["n1_fp32"]
+    assert "opening tasks/10_quantize_global_int8/solution.py was refused by the grader's sandbox" in message
+    assert "Reference solution" not in message
+
+    # with the sandbox off too, the cheat works: the answer key lands in the student's message
+    (leak,) = _grade([Job(small10, read, "r")], cfg, device, static_checks=False, sandbox_on=False)
+    assert "Reference solution for task 10" in _messages(leak)["n1_fp32"]
+    assert leak.staff["sandbox"] == {"sandbox": "off: grading.sandbox is false"}
+
+
+def test_what_a_submission_raises_reaches_students_bounded(small10, cfg, tmp_path):
+    loud = tmp_path / "loud.py"
+    loud.write_text((TASK10 / "solution.py").read_text().replace(
+        "    absmax = x.abs().max()\n", "    raise RuntimeError('x' * 100000)\n", 1))
+    (result,) = _grade([Job(small10, loud, "loud")], cfg, "cpu")
+    message = _messages(result)["n1_fp32"]
+    assert "more characters" in message and len(message) < 1500
+
+
+def test_the_worker_environment_holds_nothing_of_the_graders(small10, cfg, tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADER_TEST_SECRET", "s3cr3t-token")
+    spy = tmp_path / "spy.py"
+    spy.write_text((TASK10 / "solution.py").read_text().replace(
+        "    absmax = x.abs().max()\n", "    raise RuntimeError(repr(sorted(torch.os.environ.items())))\n", 1))
+    (result,) = _grade([Job(small10, spy, "spy")], cfg, "cpu", static_checks=False)
+    message = _messages(result)["n1_fp32"]
+    assert "RuntimeError" in message and "s3cr3t-token" not in message and "GRADER_TEST_SECRET" not in message
+
+
+# ----------------------------------------------------------------------------------------- the judge's side
+
+
+def test_the_op_audit_counts_only_what_the_task_does_not_allow():
+    rec = lambda op, n, scalar=False, line=7: {"op": op, "line": line, "scalar": scalar, "calls": 1,  # noqa: E731
+                                               "elements": n, "shape": [n]}
+    allow = ("alloc", "view", "cast", "scalar", "abs", "max")
+    assert torch_ops.check([rec("abs", 1000), rec("max", 1), rec("empty", 1000), rec("reciprocal", 1, True)],
+                           allow, 1000, "q") is None
+    # a computation split in slices adds up
+    msg = torch_ops.check([rec("round", 400, line=9), rec("round", 400, line=9), rec("mul", 300, line=8)],
+                          allow, 1000, "q")
+    assert msg.startswith("torch.round on 400 element(s) at line 9 (and 2 other torch operation(s), 1100 elements")
+    assert "q must come from your kernel" in msg
+    # below the output's size: a little torch work is allowed
+    assert torch_ops.check([rec("round", 10)], allow, 1000, "q") is None
+    # scalar arithmetic only when the task allows it
+    assert torch_ops.check([rec("div", 1, True)], ("alloc",), 1, "q").startswith("torch.div on 1 element")
+    # data handed to Python, and import-time work, say so
+    assert "with .tolist()" in torch_ops.check([rec("tolist", 1000)], allow, 1000, "q")
+    assert "while the file was imported" in torch_ops.check([{**rec("round", 1000), "phase": "import"}], allow,
+                                                            1000, "q")
+    # a garbled record fails closed
+    for garbled in ([{"op": "round"}], [{"op": "round", "elements": -1}], "round", [rec("round", 5) | {"op": 3}]):
+        with pytest.raises(ValueError):
+            torch_ops.check(garbled, allow, 1000, "q")
+
+
+def test_sandbox_messages_name_what_was_refused():
+    assert sandbox.explain(PermissionError(13, "Permission denied", str(ROOT / "tasks" / "x.py")), ROOT) == \
+        "opening tasks/x.py was refused by the grader's sandbox"
+    assert "network" in sandbox.explain(OSError(101, "Network is unreachable"), ROOT)
+    assert "process" in sandbox.explain(BlockingIOError(11, "Resource temporarily unavailable"), ROOT)
+    assert sandbox.explain(ValueError("bad value"), ROOT) is None
+
+
+def test_the_sandbox_rules_keep_the_project_out(tmp_path: Path):
+    plan = sandbox.plan(tmp_path, ROOT, "cpu", 60, sandbox.Limits())
+    rules = {Path(p): r for p, r in plan.rules.items()}
+    root = ROOT.resolve()
+    for path in rules:
+        assert path != root and not root.is_relative_to(path), f"{path} would expose the whole project"
+        if path.is_relative_to(root):
+            assert path.relative_to(root).parts[0] not in sandbox.PROJECT_SECRETS, path
+    assert rules[tmp_path.resolve()] & sandbox.FS_WRITE_FILE
+    assert all(not (r & sandbox.FS_WRITE_FILE) for p, r in rules.items()
+               if p not in (tmp_path.resolve(), Path("/proc/self").resolve()) and not str(p).startswith("/dev/"))
