@@ -76,3 +76,26 @@ def test_judges_are_auto_or_a_count(tmp_path):
     (tmp_path / "b.yaml").write_text(base.replace("  judges: auto ", "  judges: many "))
     with pytest.raises(ConfigError, match=r"b.yaml: grading.judges must be auto or a whole number >= 0, got 'many'"):
         load_config(tmp_path / "b.yaml")
+
+
+def test_sandbox_setting_true_false_or_limits(tmp_path):
+    base = (ROOT / "config.yaml").read_text()
+    assert load_config(ROOT / "config.yaml").sandbox.job() == {"limits": {}}  # on by default
+    for text, job in (("sandbox: false", None), ("sandbox: {memory_mb: 4096, processes: 64}",
+                                                 {"limits": {"memory_mb": 4096, "processes": 64}})):
+        (tmp_path / "config.yaml").write_text(base.replace("  sandbox: true", f"  {text}"))
+        assert load_config(tmp_path / "config.yaml").sandbox.job() == job
+    for text, error in (("sandbox: {memory: 1}", r"grading\.sandbox: unknown key\(s\) \['memory'\]"),
+                        ("sandbox: {processes: -1}", r"grading\.sandbox\.processes must be a whole number"),
+                        ("sandbox: maybe", r"grading\.sandbox must be true, false or a mapping")):
+        (tmp_path / "config.yaml").write_text(base.replace("  sandbox: true", f"  {text}"))
+        with pytest.raises(ConfigError, match=error):
+            load_config(tmp_path / "config.yaml")
+
+
+def test_torch_ops_must_be_a_list_of_names(tmp_path):
+    folder = _copy_task(tmp_path)
+    text = (folder / "task.yaml").read_text()
+    (folder / "task.yaml").write_text(text.replace("torch_ops: [", "torch_ops: [not a name, ", 1))
+    with pytest.raises(ConfigError, match=r"torch_ops must be a list of op groups"):
+        load_task(folder)
