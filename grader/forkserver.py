@@ -54,6 +54,13 @@ def _preload() -> None:
         sandbox.libcuda_dir()
     except Exception:  # noqa: BLE001 - the children do it themselves then
         pass
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        try:  # Triton's driver module, built once into the shared cache (no CUDA context: fork stays safe)
+            from grader import tritoncache
+
+            print(tritoncache.warm_shared("cuda"), file=sys.stderr, flush=True)
+        except Exception:  # noqa: BLE001 - each job then builds it in its own cache
+            traceback.print_exc()
 
 
 def _child(request: dict) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.config import ROOT
+from grader.tritoncache import MANAGER, SHARED_ENV, shared_dir
 
 
 @dataclass
@@ -102,6 +103,7 @@ def worker_env(device: str, gpu: int | None = None) -> dict[str, str]:
     env["OPENBLAS_NUM_THREADS"] = "1"  # as in the fork server (see grader/forkserver.py), so numerics agree
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    env[SHARED_ENV] = str(shared_dir())
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     else:
@@ -131,8 +133,9 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
     (jobdir / f"job-{run_id}.json").write_text(json.dumps(job))
     timeout_s = spec.timeout_s
     env = spec_env(spec)
-    if spec.sandbox is not None:  # a Triton cache of the job's own: a shared one would let one student's worker
-        env["TRITON_CACHE_DIR"] = str(jobdir / "triton-cache")  # plant compiled code for another's to load
+    if spec.sandbox is not None:  # a Triton cache of the job's own, over one only the grader writes (see
+        env["TRITON_CACHE_DIR"] = str(jobdir / "triton-cache")  # grader/tritoncache.py)
+        env["TRITON_CACHE_MANAGER"] = MANAGER
     log_path = jobdir / f"worker-{run_id}.log"
     log_path.write_bytes(b"")
     scratch = jobdir / "cwd"  # the submission's working directory: empty, and not where results are written

@@ -309,6 +309,9 @@ def plan(jobdir: Path, root: Path, device: str, timeout_s: float, limits: Limits
                 p.allow(Path("/dev") / name, FS_READ_FILE | FS_WRITE_FILE | FS_READ_DIR)
     for path in toolchain():
         p.allow(path, RUN)
+    from grader.tritoncache import shared_dir
+
+    p.allow(shared_dir(), READ)  # what the grader built for every job (grader/tritoncache.py): read, never written
     p.allow(jobdir, WRITE)
     return p
 

@@ -4,9 +4,10 @@
 
 The parallel run grades all N students; the serial run (one worker) grades the first few copies and its time
 is scaled to N, since a serial pass over a whole class would not fit in one sitting (`--students 0` runs the
-serial part alone). Both start from a cold Triton cache. Triton's cache is keyed by a kernel's source, so copies
-of one file would compile once: each copy's kernels get a comment naming the copy, and every student's kernels
-compile anew, as in a real class of different files (`--identical` keeps the copies byte for byte).
+serial part alone). Both start from a cold Triton cache (the grader's shared one too, grader/tritoncache.py).
+Triton's cache is keyed by a kernel's source, so copies of one file would compile once: each copy's kernels get a
+comment naming the copy, and every student's kernels compile anew, as in a real class of different files
+(`--identical` keeps the copies byte for byte).
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ def quiet_report(results: Path, stall_s: float) -> None:
 def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, profile: int = 0) -> float:
     work = Path(tempfile.mkdtemp(prefix="bench-class-"))
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
+    os.environ["GRADER_TRITON_SHARED"] = str(work / "triton-shared")  # the grader's shared cache starts cold too
     root = synthetic_class(n, work / "subs", identical)
     before = cpu_times()
     prof = cProfile.Profile() if profile else None

@@ -71,8 +71,9 @@ def test_each_layer_behind_the_static_policy_stops_what_it_refuses(small10, cfg,
     # machine, this copy names it by its absolute path.
     key = TASK10 / "solution.py"
     reader = tmp_path / "reader.py"
-    reader.write_text((WRONG / "read_answer_key.py").read_text().replace(
-        "_steal()\n", f"torch.from_file({str(key)!r}, shared=False, size=400, dtype=torch.uint8)\n_steal()\n", 1))
+    steal = (f"raise RuntimeError(''.join(chr(c) for c in torch.from_file({str(key)!r}, shared=False, size=400, "
+             "dtype=torch.uint8).tolist()))\n")
+    reader.write_text((WRONG / "read_answer_key.py").read_text().replace("_steal()\n", steal, 1))
     forged, read = WRONG / "forged_launch.py", reader
 
     static = _grade([Job(small10, forged, "f"), Job(small10, read, "r")], cfg, device)
