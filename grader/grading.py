@@ -516,6 +516,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         timing: list[tuple[int, JobSpec]] = []
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = {}
+            if device == "cuda" and cfg.sandbox.enabled:
+                warm_shared_cache([job.task for job, _, _ in contexts], device, cfg, prepared, base, pool)
             # The heaviest shards start first, so none is left to start late on its own (longest job first).
             order = sorted(((n, k, indices) for n in runnable for k, indices in enumerate(plan[n])),
                            key=lambda s: -shard_cost(contexts[s[0]][2].cases, s[2], specialize[s[0]]))
@@ -564,6 +566,31 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         return [results[n] for n in range(len(contexts))]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def warm_shared_cache(tasks: list[TaskSpec], device: str, cfg: CourseConfig, prepared: Prepared, base: Path,
+                      pool: ThreadPoolExecutor) -> None:
+    """Start a warm-up run of each task's staff solution (trusted: not sandboxed), one config on one case per
+    specialization, compiling into the grader's shared Triton cache. What it builds that only depends on a
+    kernel's signature, Triton's C launchers (a C compiler run of about a second each), the sandboxed workers of
+    that task then find there instead of building it in their job's own cache. The runs go first in the pool and
+    are not waited for: a worker that starts before they end builds its own."""
+    seen = set()
+    for task in tasks:
+        solution = task.folder / "solution.py"
+        if task.id in seen or not solution.is_file():
+            continue
+        seen.add(task.id)
+        specialize = cfg.specialize if task.specialize is None else task.specialize
+        first: dict[tuple, int] = {}
+        for i, case in enumerate(prepared.cases(task)):
+            first.setdefault(specialization_key(case, specialize), i)
+        jobdir = base / f"warm-{task.id}"
+        jobdir.mkdir()
+        spec = JobSpec(solution, task.entry, list(task.kernels), device, prepared.inputs_path(task),
+                       task.timeout_s.get(device) or cfg.timeout_s[device], fork_server=cfg.fork_server,
+                       specialize=specialize, launch=launch_job(task), warm=True)
+        pool.submit(run_shard, jobdir, 0, spec, sorted(first.values()))
 
 
 def launch_job(task: TaskSpec) -> dict | None:

@@ -85,6 +85,9 @@ class JobSpec:
     """Stop a worker that reports no progress for this long (counted from its start); 0: only the time limit."""
     sandbox: dict | None = None
     """The worker's sandbox (grader/sandbox.py): {"limits": {...}}, or None for none (config: grading.sandbox)."""
+    warm: bool = False
+    """A warm-up run of a staff solution (trusted, not sandboxed): one config per case, compiling into the shared
+    Triton cache what the sandboxed workers of that task may then read (grader/tritoncache.py)."""
 
 
 ENV_KEPT = ("PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "CC", "CXX")
@@ -129,13 +132,16 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
            "device": spec.device, "inputs": str(spec.inputs.resolve()), "cases": cases,
            "benchmark_autotune": spec.benchmark_autotune, "specialize": spec.specialize, "launch": spec.launch,
            "perf": spec.perf,
-           "sandbox": {**spec.sandbox, "timeout_s": spec.timeout_s} if spec.sandbox is not None else None}
+           "sandbox": {**spec.sandbox, "timeout_s": spec.timeout_s} if spec.sandbox is not None else None,
+           "warm": spec.warm}
     (jobdir / f"job-{run_id}.json").write_text(json.dumps(job))
     timeout_s = spec.timeout_s
     env = spec_env(spec)
     if spec.sandbox is not None:  # a Triton cache of the job's own, over one only the grader writes (see
         env["TRITON_CACHE_DIR"] = str(jobdir / "triton-cache")  # grader/tritoncache.py)
         env["TRITON_CACHE_MANAGER"] = MANAGER
+    elif spec.warm:
+        env["TRITON_CACHE_DIR"] = env[SHARED_ENV]
     log_path = jobdir / f"worker-{run_id}.log"
     log_path.write_bytes(b"")
     scratch = jobdir / "cwd"  # the submission's working directory: empty, and not where results are written

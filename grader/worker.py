@@ -664,7 +664,7 @@ def main(jobdir: Path, run_id: str) -> int:
         return 0
     _write_json(jobdir / "load.json", load)
 
-    n_runs = max([len(c) for _, c in tuners] + [1])
+    n_runs = 1 if job.get("warm") else max([len(c) for _, c in tuners] + [1])
     print(f"worker {run_id}: ready after {time.perf_counter() - START:.2f} s", flush=True)
     for i in job["cases"]:
         case = cases[i]
