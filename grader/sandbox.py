@@ -365,22 +365,31 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
         raise OSError(err, f"mount {target}: {os.strerror(err)}")
 
 
-def _private_tmp(jobdir: Path, size_mb: int) -> str:
-    """A /tmp of the worker's own: an empty tmpfs of `size_mb` in its mount namespace, with the job folder bound
-    back at its path when it lies under /tmp. Temporary files (the compilers' among them: a child of this
-    process runs in the kernel's secure-exec mode, as its real and effective users differ, and its C library
-    then ignores TMPDIR) land there, out of every other job's sight, and bounded in size."""
-    fd = os.open(jobdir, os.O_PATH | os.O_CLOEXEC)
+def _private_tmp(keep: list[str], size_mb: int) -> str:
+    """A /tmp of the worker's own: an empty tmpfs of `size_mb` in its mount namespace. What the sandbox's rules
+    name under the machine's /tmp (the job folder, and the project or its virtual environment when they live
+    there) is bound back at its path, top folder by top folder, so that Landlock decides about it as anywhere
+    else. Temporary files (the compilers' among them: a child of this process runs in the kernel's secure-exec
+    mode, as its real and effective users differ, and its C library then ignores TMPDIR) land in the tmpfs, out
+    of every other job's sight, and bounded in size."""
+    tops = sorted({"/tmp/" + Path(p).relative_to("/tmp").parts[0] for p in keep
+                   if Path(p).is_relative_to("/tmp") and Path(p) != Path("/tmp")})
+    fds = {top: os.open(top, os.O_PATH | os.O_CLOEXEC) for top in tops if os.path.exists(top)}
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
-        if Path(jobdir).resolve().is_relative_to("/tmp"):
-            os.makedirs(jobdir, exist_ok=True)
-            _mount(f"/proc/self/fd/{fd}", str(jobdir), None, MS_BIND)
+        for top, fd in fds.items():
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(top, exist_ok=True)
+            else:
+                open(top, "a").close()  # noqa: SIM115 - a mount point for a file
+            _mount(f"/proc/self/fd/{fd}", top, None, MS_BIND | MS_REC)
     finally:
-        os.close(fd)
+        for fd in fds.values():
+            os.close(fd)
     os.chdir(os.getcwd())  # the working directory by its path again (it lies in the job folder)
-    return f"on: a private /tmp ({size_mb} MiB tmpfs)"
+    bound = f", {len(fds)} folder(s) of the machine's /tmp bound back" if fds else ""
+    return f"on: a private /tmp ({size_mb} MiB tmpfs{bound})"
 
 
 def _set_limits(p: Plan, own_uid: bool) -> str:
@@ -418,7 +427,7 @@ def apply(p: Plan, jobdir: Path, layers: tuple[str, ...] = LAYERS) -> dict[str, 
         report["network"] = report["user"] = "off: not asked for"
         counted = False
     try:
-        report["tmp"] = _private_tmp(jobdir, p.limits.tmp_mb) if report["user"].startswith("on") \
+        report["tmp"] = _private_tmp([*p.rules, str(jobdir)], p.limits.tmp_mb) if report["user"].startswith("on") \
             and "tmp" in layers else "off: no mount namespace (temporary files go to the job folder)"
     except OSError as exc:
         report["tmp"] = f"off: {exc} (temporary files go to the job folder)"
