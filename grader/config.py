@@ -421,7 +421,7 @@ class Homework:
 @dataclass(frozen=True)
 class SandboxConfig:
     """config.yaml `grading.sandbox`: `true` / `false`, or a mapping with `enabled` and any of the limits of
-    grader/sandbox.py's Limits (memory_mb, processes, open_files, file_size_mb, tmp_mb, cpu_s)."""
+    grader/sandbox.py's Limits (memory_mb, processes, open_files, file_size_mb, cpu_s)."""
 
     enabled: bool = True
     limits: dict[str, int] = field(default_factory=dict)
@@ -431,7 +431,7 @@ class SandboxConfig:
         return {"limits": dict(self.limits)} if self.enabled else None
 
 
-SANDBOX_LIMITS = ("memory_mb", "processes", "open_files", "file_size_mb", "tmp_mb", "cpu_s")
+SANDBOX_LIMITS = ("memory_mb", "processes", "open_files", "file_size_mb", "cpu_s")
 
 
 def _sandbox(value: Any, where: str) -> SandboxConfig:

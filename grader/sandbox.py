@@ -158,8 +158,6 @@ class Limits:
     """RLIMIT_NOFILE."""
     file_size_mb: int = 2048
     """RLIMIT_FSIZE: the largest file the worker may write, in MiB."""
-    tmp_mb: int = 1024
-    """The size of the worker's private /tmp (a tmpfs: it takes memory only as files fill it), in MiB."""
     cpu_s: int = 0
     """RLIMIT_CPU in seconds; 0 = four times the worker's wall-clock limit (the wall clock is the main guard)."""
 
@@ -335,8 +333,8 @@ def _unshare() -> tuple[str, str, bool]:
         except OSError:
             pass
     euid, egid = os.geteuid(), os.getegid()
-    if _libc.unshare(ctypes.c_int(CLONE_NEWNET | CLONE_NEWUSER | CLONE_NEWNS)) == 0:
-        # Map the effective user and group to themselves (files it creates in its own /tmp need an owner the
+    if _libc.unshare(ctypes.c_int(CLONE_NEWNET | CLONE_NEWUSER)) == 0:
+        # Map the effective user and group to themselves (what the process creates needs an owner the
         # namespace knows); the real uid stays unmapped, as it should.
         for name, line in (("setgroups", "deny"), ("uid_map", f"{euid} {euid} 1"), ("gid_map", f"{egid} {egid} 1")):
             with open(f"/proc/self/{name}", "w") as fh:
@@ -351,45 +349,10 @@ def _unshare() -> tuple[str, str, bool]:
     return f"off: unshare failed ({os.strerror(err)})", user, False
 
 
-CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWUSER = 0x00020000, 0x40000000, 0x10000000
-MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+CLONE_NEWNET, CLONE_NEWUSER = 0x40000000, 0x10000000
 SANDBOX_UID_BASE = 1_000_000
 """A root worker's real user id is SANDBOX_UID_BASE + its pid: unique among live processes, never a real user."""
 NETWORK_WORDS = "a network namespace of its own (no route anywhere)"
-
-
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = lambda v: None if v is None else v.encode()  # noqa: E731
-    if _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"mount {target}: {os.strerror(err)}")
-
-
-def _private_tmp(keep: list[str], size_mb: int) -> str:
-    """A /tmp of the worker's own: an empty tmpfs of `size_mb` in its mount namespace. What the sandbox's rules
-    name under the machine's /tmp (the job folder, and the project or its virtual environment when they live
-    there) is bound back at its path, top folder by top folder, so that Landlock decides about it as anywhere
-    else. Temporary files (the compilers' among them: a child of this process runs in the kernel's secure-exec
-    mode, as its real and effective users differ, and its C library then ignores TMPDIR) land in the tmpfs, out
-    of every other job's sight, and bounded in size."""
-    tops = sorted({"/tmp/" + Path(p).relative_to("/tmp").parts[0] for p in keep
-                   if Path(p).is_relative_to("/tmp") and Path(p) != Path("/tmp")})
-    fds = {top: os.open(top, os.O_PATH | os.O_CLOEXEC) for top in tops if os.path.exists(top)}
-    try:
-        _mount(None, "/", None, MS_REC | MS_PRIVATE)
-        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
-        for top, fd in fds.items():
-            if os.path.isdir(f"/proc/self/fd/{fd}"):
-                os.makedirs(top, exist_ok=True)
-            else:
-                open(top, "a").close()  # noqa: SIM115 - a mount point for a file
-            _mount(f"/proc/self/fd/{fd}", top, None, MS_BIND | MS_REC)
-    finally:
-        for fd in fds.values():
-            os.close(fd)
-    os.chdir(os.getcwd())  # the working directory by its path again (it lies in the job folder)
-    bound = f", {len(fds)} folder(s) of the machine's /tmp bound back" if fds else ""
-    return f"on: a private /tmp ({size_mb} MiB tmpfs{bound})"
 
 
 def _set_limits(p: Plan, own_uid: bool) -> str:
@@ -413,7 +376,7 @@ def _set_limits(p: Plan, own_uid: bool) -> str:
     return "on: " + ", ".join(done)
 
 
-LAYERS = ("namespaces", "tmp", "limits", "files")
+LAYERS = ("namespaces", "limits", "files")
 
 
 def apply(p: Plan, jobdir: Path, layers: tuple[str, ...] = LAYERS) -> dict[str, str]:
@@ -426,21 +389,19 @@ def apply(p: Plan, jobdir: Path, layers: tuple[str, ...] = LAYERS) -> dict[str, 
     else:
         report["network"] = report["user"] = "off: not asked for"
         counted = False
-    try:
-        report["tmp"] = _private_tmp([*p.rules, str(jobdir)], p.limits.tmp_mb) if report["user"].startswith("on") \
-            and "tmp" in layers else "off: no mount namespace (temporary files go to the job folder)"
-    except OSError as exc:
-        report["tmp"] = f"off: {exc} (temporary files go to the job folder)"
-    if report["tmp"].startswith("on"):
-        p.allow("/tmp", WRITE)
-        os.environ["TMPDIR"] = "/tmp"
-    else:
-        private = Path(jobdir) / f"tmp-{os.getpid()}"
-        private.mkdir(exist_ok=True)
-        os.environ["TMPDIR"] = str(private)
+    # A temporary folder of the worker's own, in its job folder, open to every user id (the job's other workers
+    # have other real ids; Landlock keeps other jobs out). TMP and TEMP too: a child of this process runs in the
+    # kernel's secure-exec mode (its real and effective users differ), where the C library drops TMPDIR, and gcc
+    # then looks at TMP. Nothing may be written to the machine's /tmp.
+    private = Path(jobdir) / f"tmp-{os.getpid()}"
+    private.mkdir(exist_ok=True)
+    os.chmod(private, 0o777)
+    for name in ("TMPDIR", "TMP", "TEMP"):
+        os.environ[name] = str(private)
     import tempfile
 
     tempfile.tempdir = None  # tempfile caches its folder: look again
+    report["tmp"] = f"on: a temporary folder of its own in the job folder ({private.name}); /tmp is not writable"
     try:
         report["limits"] = _set_limits(p, counted) if "limits" in layers else "off: not asked for"
     except (OSError, ValueError) as exc:
