@@ -457,6 +457,10 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
     if cfg.fork_server and backend == "local":  # its imports overlap with the inputs being made below
         ForkServer.get(device, worker_env(device))
     base = Path(tempfile.mkdtemp(prefix="grader-"))
+    # Traversable by any user (not listable): a sandboxed worker's compilers check their temporary folder, inside
+    # its job folder, with access(2), which judges by the worker's own real user id (grader/sandbox.py). Landlock,
+    # not these bits, keeps one job's worker out of another's folder and out of the oracle's answers.
+    base.chmod(0o711)
     try:
         judges = (cfg.judges if cfg.judges >= 0 else cores // 2) if len(jobs) > 1 else 0  # judge processes: below
         prepared = Prepared(device, base, save_answers=bool(judges))
