@@ -156,7 +156,3 @@ class _Window:
         self.audit._dispatch.__exit__(*exc)
         self.audit._function.__exit__(*exc)
 
-
-def input_storages(tensors: list[torch.Tensor]) -> set[int]:
-    """The storage addresses of the call's input tensors (views of them share these)."""
-    return {t.untyped_storage().data_ptr() for t in tensors}

@@ -15,7 +15,7 @@ submission, in this order, each layer reported on its own (`apply` returns {laye
   files of /etc, /proc and /sys, the grader's own package and the devices a run needs (null, zero, random,
   the NVIDIA devices); read and write only the job folder (which holds the private temp folder and the job's
   Triton cache); execute only the toolchain Triton runs when it compiles (ptxas and friends from its backend,
-  the C compiler it builds launchers with, ldconfig, the dynamic loader); signals and abstract unix sockets
+  the C compiler it builds launchers with, the dynamic loader); signals and abstract unix sockets
   stay inside the sandbox (ABI >= 6). `tasks/`, `reference/`, `submissions/`, `results/`, the ledger, home
   folders and every other job's folder are out of reach.
 
@@ -251,6 +251,17 @@ def libcuda_dir() -> str | None:
             if "libcuda.so.1" in line and "=>" in line:
                 return os.path.dirname(line.split("=>")[-1].strip())
     return None
+
+
+def toolchain_env(device: str) -> dict[str, str]:
+    """What Triton is told before the sandbox, so that it runs neither ldconfig (to find libcuda) nor a compiler's
+    wrapper script (no shell may run): TRITON_LIBCUDA_PATH on CUDA, and CC, the compiler itself."""
+    env = {}
+    if device == "cuda" and libcuda_dir() and "TRITON_LIBCUDA_PATH" not in os.environ:
+        env["TRITON_LIBCUDA_PATH"] = libcuda_dir()
+    if compiler():
+        env["CC"] = compiler()
+    return env
 
 
 def python_paths(root: Path) -> list[str]:

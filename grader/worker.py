@@ -588,23 +588,18 @@ def _in_a_child() -> int | None:
     return os.waitstatus_to_exitcode(status)
 
 
-def enter_sandbox(job: dict, jobdir: Path, run_id: str, path: str) -> dict[str, str]:
-    """Apply the sandbox the job asks for (grader/sandbox.py) and report which layers are on, in
-    `sandbox-<run_id>.json` (the staff JSON shows it)."""
+def enter_sandbox(job: dict, jobdir: Path) -> dict[str, str]:
+    """Apply the sandbox the job asks for (grader/sandbox.py); returns which layers are on (load.json carries it
+    to the staff JSON)."""
     settings = job.get("sandbox")
     if not settings:
         report = {"sandbox": "off: grading.sandbox is false"}
     else:
         limits = sandbox.Limits(**settings.get("limits", {}))
         plan = sandbox.plan(jobdir, ROOT, job["device"], float(settings.get("timeout_s", 600)), limits)
-        plan.allow(path, sandbox.FS_READ_FILE)
-        if job["device"] == "cuda" and sandbox.libcuda_dir() and "TRITON_LIBCUDA_PATH" not in os.environ:
-            os.environ["TRITON_LIBCUDA_PATH"] = sandbox.libcuda_dir()  # Triton would run ldconfig for it
-        if sandbox.compiler():
-            os.environ["CC"] = sandbox.compiler()  # the compiler itself, not a wrapper script
+        os.environ.update(sandbox.toolchain_env(job["device"]))
         report = sandbox.apply(plan, jobdir)
         os.environ["HOME"] = os.environ.get("TMPDIR", str(jobdir))
-    _write_json(jobdir / f"sandbox-{run_id}.json", report)
     return report
 
 
@@ -632,7 +627,7 @@ def main(jobdir: Path, run_id: str) -> int:
                                                job["entry"])
         except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
             baselines[item["index"]] = f"the baseline could not be loaded: {type(exc).__name__}: {exc}"
-    load["sandbox"] = enter_sandbox(job, jobdir, run_id, path)
+    load["sandbox"] = enter_sandbox(job, jobdir)
     # Workers run side by side, one per core or more: torch's own thread pool in each would only contend (with
     # two per core, its spinning threads made the guard bookkeeping of a case ten times slower on CI's 2 cores).
     torch.set_num_threads(1)

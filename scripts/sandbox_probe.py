@@ -50,10 +50,7 @@ def probe(layers: tuple[str, ...], device: str) -> dict:
             os.environ["TRITON_CACHE_DIR"] = str(job / "triton-cache")
             if device == "cpu":
                 os.environ["TRITON_INTERPRET"] = "1"
-            if device == "cuda" and sandbox.libcuda_dir():
-                os.environ["TRITON_LIBCUDA_PATH"] = sandbox.libcuda_dir()  # as the worker does
-            if sandbox.compiler():
-                os.environ["CC"] = sandbox.compiler()
+            os.environ.update(sandbox.toolchain_env(device))  # as the worker does
             plan = sandbox.plan(job, ROOT, device, 60, sandbox.Limits())
             out["report"] = sandbox.apply(plan, job, layers)
             import importlib.util
