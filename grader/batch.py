@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grader
-from grader import report
+from grader import gradescope, report
 from grader.config import ROOT, CourseConfig, Homework, TaskSpec
 from grader.grading import Job, TaskResult, grade_jobs
 from grader.ledger import Attempt, Ledger
@@ -165,25 +165,25 @@ def gradebook(ledger: Ledger, hw: Homework, students: list[str]) -> dict[str, di
 
 
 def write_gradescope(out: Path, student: str, hw: Homework) -> None:
-    """results/<student>/results.json in Gradescope's autograder format, from the latest result of each task."""
+    """results/<student>/results.json in Gradescope's autograder format, from the latest result of each task: the
+    points (late rule applied) from the student JSON, the messages from the staff JSON (Gradescope hides a test
+    by its visibility, where the student JSON has no message for a test that is not public)."""
     tests = []
     for task_id in hw.tasks:
         path = out / student / f"{task_id}.json"
         if not path.is_file():
             continue
         data = json.loads(path.read_text())
+        staff = path.with_suffix(".staff.json")
+        shown = json.loads(staff.read_text())["tests"] if staff.is_file() else data.get("tests", [])
         factor = data["score"] / data["raw_score"] if data.get("raw_score") else 1.0
-        for t in data.get("tests", []):
-            if not t["max_points"]:
-                continue  # gates carry no points; their message is repeated by the tests they stop
-            tests.append({"name": f"{task_id} / {t['name']}", "score": round(t["points"] * factor, 6),
-                          "max_score": t["max_points"], "output": t["message"], "visibility": "visible"})
+        tests += gradescope.test_entries(task_id, shown, factor)
         if data.get("late"):
             tests.append({"name": f"{task_id} / late", "score": 0, "max_score": 0, "output": data["late"],
                           "visibility": "visible"})
     if tests:
-        total = round(sum(t["score"] for t in tests), 6)
-        (out / student / "results.json").write_text(json.dumps({"score": total, "tests": tests}, indent=2) + "\n")
+        data = gradescope.results_json(tests)
+        (out / student / "results.json").write_text(json.dumps(data, indent=2) + "\n")
 
 
 def write_gradebook(rows: dict[str, dict], hw: Homework, path: Path) -> None:

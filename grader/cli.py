@@ -1,4 +1,4 @@
-"""Command line: `python -m grader grade | grade-dir | selftest | tasks`."""
+"""Command line: `python -m grader grade | grade-dir | batch | selftest | tasks | release | gradescope`."""
 
 from __future__ import annotations
 
@@ -47,11 +47,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--task", action="append", help="only these tasks (repeatable)")
     _common(s)
     sub.add_parser("tasks", help="list the tasks found in tasks/")
+    r = sub.add_parser("release", help="write the student kit of a homework: no solution, no wrong/, no hidden case")
+    r.add_argument("--homework", required=True, help="homework id from config.yaml")
+    r.add_argument("--out", type=Path, required=True, help="a new folder for the kit")
+    r.add_argument("--config", type=Path, default=ROOT / "config.yaml", help="the course configuration")
+    z = sub.add_parser("gradescope", help="write a homework's autograder zip for Gradescope")
+    z.add_argument("--homework", required=True, help="homework id from config.yaml")
+    z.add_argument("--out", type=Path, default=Path("autograder.zip"), help="the zip to write")
+    z.add_argument("--config", type=Path, default=ROOT / "config.yaml", help="the course configuration")
+    zr = sub.add_parser("gradescope-run", help="(inside the autograder) grade /autograder/submission into "
+                                               "/autograder/results/results.json")
+    zr.add_argument("--homework", required=True)
+    zr.add_argument("--submission", type=Path, default=None,
+                    help="the student's files (default: $AUTOGRADER_ROOT/submission, /autograder/submission)")
+    zr.add_argument("--results", type=Path, default=None,
+                    help="where results.json goes (default: $AUTOGRADER_ROOT/results/results.json)")
+    zr.add_argument("--device", choices=["auto", "cuda", "cpu"], default=None)
+    zr.add_argument("--config", type=Path, default=ROOT / "config.yaml")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in ("release", "gradescope", "gradescope-run"):
+        return _course(args)
     try:
         tasks, broken = discover_tasks()
         for name, err in broken.items():
@@ -136,6 +155,30 @@ def main(argv: list[str] | None = None) -> int:
         code = selftest(tasks, cfg, device, args.task, args.workers, staff=args.staff)
         return 1 if broken and not args.task else code
     return 2
+
+
+def _course(args: argparse.Namespace) -> int:
+    """release, gradescope and gradescope-run: what a course hands out, and what runs on Gradescope."""
+    from grader import gradescope
+    from grader.release import write_tree
+
+    if args.command == "gradescope-run":
+        root = gradescope.default_root()
+        return gradescope.run(args.homework, args.submission or root / "submission",
+                              args.results or root / "results" / "results.json", args.config, args.device)
+    try:
+        if args.command == "release":
+            files = write_tree(args.homework, args.out, kit=True, config=args.config)
+            print(f"student kit of {args.homework}: {len(files)} files in {args.out} (no solution, no wrong/ file, "
+                  f"no hidden case); students start with {args.out / 'README.md'}")
+        else:
+            gradescope.bundle(args.homework, args.out, args.config)
+            print(f"Gradescope autograder of {args.homework}: {args.out} (upload it as the assignment's "
+                  f"autograder; README: Courses)")
+    except (ConfigError, FileExistsError) as exc:
+        print(f"{args.command}: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def entry() -> None:

@@ -22,7 +22,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DEVICES = ("cuda", "cpu")
 GATES = ("imports", "signatures")
 AUTOTUNE_TEST = "autotune"
-CASE_RESERVED_KEYS = {"id", "points", "cpu"}
+CASE_RESERVED_KEYS = {"id", "points", "cpu", "visibility"}
+VISIBILITIES = ("public", "hidden", "after_due_date")
+"""Who sees a case's test and when: `public` (default; in the student kit, every message shown), `hidden` (only
+staff grading runs it; students see passed or failed, never the case), `after_due_date` (as hidden until the
+deadline; Gradescope then shows it)."""
+GRADESCOPE_VISIBILITY = {"public": "visible", "hidden": "hidden", "after_due_date": "after_due_date"}
 PERF_KEYS = {"baseline", "threshold", "devices", "warmup", "reps", "clock", "tests"}
 CLOCKS = ("gpu", "wall")
 
@@ -84,6 +89,8 @@ class Case:
     """Arguments of the oracle's generate_input (CUDA sizes)."""
     cpu: dict[str, Any] = field(default_factory=dict)
     """Overrides of `params` for the CPU interpreter."""
+    visibility: str = "public"
+    """public | hidden | after_due_date (VISIBILITIES): the student kit ships only public cases."""
 
     def params_for(self, device: str) -> dict[str, Any]:
         return {**self.params, **self.cpu} if device == "cpu" else dict(self.params)
@@ -154,6 +161,24 @@ class PerfTest:
 
 
 @dataclass(frozen=True)
+class Withheld:
+    """What a released copy of a task leaves out (task.yaml `withheld`, written by `python -m grader release`):
+    the student is told these tests exist and are graded after submission."""
+
+    cases: int = 0
+    """Cases that are not public (hidden or after_due_date)."""
+    speed_tests: int = 0
+    """Speed tests (their staff baseline stays with the staff)."""
+    points: float = 0.0
+
+    def sentence(self) -> str:
+        parts = [f"{n} {what}{'s' if n != 1 else ''}" for n, what in
+                 ((self.cases, "hidden case"), (self.speed_tests, "speed test")) if n]
+        return (f"not in this kit: {' and '.join(parts)} ({self.points:g} point(s)), graded after you submit "
+                f"(the score here is out of the public points)")
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     id: str
     title: str
@@ -178,19 +203,27 @@ class TaskSpec:
     torch_ops: tuple[str, ...] = DEFAULT_ALLOW
     """The torch work the task's wrapper may do: groups and op names (grader/torch_ops.py); anything else on data
     of the output's size fails the call."""
+    withheld: Withheld | None = None
+    """In a released copy (the student kit): the tests left out, which still count in `points`."""
 
     @property
     def points(self) -> float:
-        """The task's points where every test runs (what config.yaml states)."""
-        return round(self.autotune_points + sum(c.points for c in self.cases) + sum(p.points for p in self.perf), 6)
+        """The task's points where every test runs (what config.yaml states), withheld tests included."""
+        held = self.withheld.points if self.withheld else 0.0
+        return round(self.autotune_points + sum(c.points for c in self.cases) + sum(p.points for p in self.perf)
+                     + held, 6)
 
     def points_on(self, device: str) -> float:
-        """The most a submission can earn on `device`: tests not run there count neither way."""
+        """The most a submission can earn on `device`: tests not run there (or withheld) count neither way."""
         return round(sum(self.test_points(device).values()), 6)
 
     @property
     def test_names(self) -> list[str]:
         return [*GATES, AUTOTUNE_TEST, *(c.id for c in self.cases), *(p.id for p in self.perf)]
+
+    def visibility(self, test_name: str) -> str:
+        """A test's visibility (VISIBILITIES): its case's, or public for the gates, autotune and speed tests."""
+        return next((c.visibility for c in self.cases if c.id == test_name), "public")
 
     def case_index(self, case_id: str) -> int:
         """The position of case `case_id` among the task's cases."""
@@ -264,12 +297,16 @@ def load_task(folder: Path) -> TaskSpec:
         if case_id in seen or case_id in (*GATES, AUTOTUNE_TEST):
             raise ConfigError(f"{cw}: duplicate or reserved case id '{case_id}'")
         seen.add(case_id)
+        visibility = raw.get("visibility", "public")
+        if visibility not in VISIBILITIES:
+            raise ConfigError(f"{cw}: visibility must be one of {', '.join(VISIBILITIES)}, got {visibility!r}")
         cases.append(
             Case(
                 id=case_id,
                 points=float(_need(raw, "points", cw, (int, float))),
                 params={k: v for k, v in raw.items() if k not in CASE_RESERVED_KEYS},
                 cpu=dict(raw.get("cpu") or {}),
+                visibility=visibility,
             )
         )
 
@@ -321,6 +358,7 @@ def load_task(folder: Path) -> TaskSpec:
         pictures=bool(data.get("pictures", False)),
         perf=perf,
         torch_ops=_torch_ops(data.get("torch_ops"), where),
+        withheld=_withheld(data.get("withheld"), where),
     )
     if launch and task.entry != launch.kernel:
         raise ConfigError(f"{where}: with launch, entry (if given) must be the launched kernel '{launch.kernel}'")
@@ -333,6 +371,24 @@ def load_task(folder: Path) -> TaskSpec:
             f"(undescribed: {sorted(on_disk - set(wrong))}, missing: {sorted(set(wrong) - on_disk)})"
         )
     return task
+
+
+def _withheld(raw: Any, where: str) -> Withheld | None:
+    """`withheld: {cases: N, speed_tests: N, points: X}`, which only `python -m grader release` writes."""
+    if raw is None:
+        return None
+    known = {"cases", "speed_tests", "points"}
+    if not isinstance(raw, dict) or set(raw) - known:
+        raise ConfigError(f"{where}: withheld must be a mapping of {', '.join(sorted(known))}, got {raw!r}")
+    try:
+        held = Withheld(cases=int(raw.get("cases", 0)), speed_tests=int(raw.get("speed_tests", 0)),
+                        points=float(raw.get("points", 0.0)))
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: withheld takes whole numbers (cases, speed_tests) and points, "
+                          f"got {raw!r}") from None
+    if min(held.cases, held.speed_tests, held.points) < 0:
+        raise ConfigError(f"{where}: withheld counts and points must be >= 0, got {raw!r}")
+    return held
 
 
 def _torch_ops(raw: Any, where: str) -> tuple[str, ...]:

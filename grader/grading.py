@@ -149,6 +149,22 @@ class TestResult:
     staff: str = ""
     picture: str = ""
     """Where the picture of this failing test was saved (report.save_pictures), if it has one."""
+    visibility: str = "public"
+    """public | hidden | after_due_date (the case's, config.VISIBILITIES)."""
+
+
+NOT_PUBLIC = {
+    "hidden": "a hidden test: graded, but its case and message are not shown",
+    "after_due_date": "a test whose case and message are shown after the due date",
+}
+
+
+def _student_test(test: dict) -> dict:
+    shown = {k: v for k, v in test.items() if k != "staff" and (k != "picture" or v)}
+    if test.get("visibility", "public") != "public":
+        shown["message"] = NOT_PUBLIC.get(test["visibility"], NOT_PUBLIC["hidden"])
+        shown.pop("picture", None)
+    return shown
 
 
 @dataclass
@@ -166,12 +182,15 @@ class TaskResult:
     staff: dict = field(default_factory=dict)
     pictures: dict[str, bytes] = field(default_factory=dict)
     """PNG per failing test, for tasks with `pictures: true`; report.save_pictures writes them."""
+    withheld: dict = field(default_factory=dict)
+    """In the student kit: the tests it leaves out ({cases, speed_tests, points, message}); empty elsewhere."""
 
     def student_json(self) -> dict:
+        """What the student may see: no staff detail, and of a test that is not public only its outcome and
+        points (the staff JSON and Gradescope's results, which gate by visibility themselves, keep the message)."""
         data = self.staff_json()
         data.pop("staff")
-        data["tests"] = [{k: v for k, v in t.items() if k != "staff" and (k != "picture" or v)}
-                         for t in data["tests"]]
+        data["tests"] = [_student_test(t) for t in data["tests"]]
         return data
 
     def staff_json(self) -> dict:
@@ -335,7 +354,8 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         max_points = points[name]
         if entry is None:  # fail closed: a test with no result is a failed test
             tests.append(TestResult(name, Outcome.ERROR.label, 0.0, max_points,
-                                    "no result for this test (internal grader error; staff see the log)"))
+                                    "no result for this test (internal grader error; staff see the log)",
+                                    visibility=job.task.visibility(name)))
             continue
         meta = entry.get("metadata") or {}
         passed = entry.get("outcome") == "passed"
@@ -348,7 +368,8 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
             outcome = Outcome.ERROR
             message = "internal grader error while judging this test (staff see the traceback)"
             staff = json.dumps(entry.get("call") or entry.get("setup") or {})[-20000:]
-        tests.append(TestResult(name, outcome.label, max_points if passed else 0.0, max_points, message, staff))
+        tests.append(TestResult(name, outcome.label, max_points if passed else 0.0, max_points, message, staff,
+                                visibility=job.task.visibility(name)))
     env = dict(ctx.results.load.get("environment", {})) if ctx.results and ctx.results.load else {}
     env.setdefault("device", ctx.device)
     if ctx.device == "cpu":  # what the interpreter cannot show: the CUDA sizes of the shrunk cases
@@ -382,6 +403,7 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         checks=checks,
         environment=env, submission_sha256=hashlib.sha256(data).hexdigest(),
         graded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), staff=staff,
+        withheld={**asdict(job.task.withheld), "message": job.task.withheld.sentence()} if job.task.withheld else {},
     )
 
 

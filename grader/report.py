@@ -24,7 +24,8 @@ def summary(result: TaskResult, staff: bool = False) -> str:
         mark = {"passed": "PASS", "failed": "FAIL", "not_run": "SKIP"}.get(t.outcome, "ERROR")
         pts = f"{t.points:g}/{t.max_points:g}"
         first, *rest = (t.message or "").splitlines() or [""]
-        head = f"  {mark:5} {t.name:30} {pts:>10}"
+        name = t.name if t.visibility == "public" else f"{t.name} [{t.visibility}]"
+        head = f"  {mark:5} {name:30} {pts:>10}"
         timed = (t.message or "").startswith("baseline ")  # a speed test shows its times even when it passes
         lines.append(head if mark == "PASS" and not timed else f"{head}  {first}")
         if mark not in ("PASS", "SKIP"):
@@ -38,6 +39,8 @@ def summary(result: TaskResult, staff: bool = False) -> str:
         lines.append("  smaller on the CPU than on CUDA: " + "; ".join(
             f"{case} ({', '.join(f'{k}={v}' for k, v in params.items())})" for case, params in shrunk.items()))
     lines.append(f"  score: {result.score:g} / {result.max_score:g}")
+    if result.withheld:
+        lines.append(f"  {result.withheld['message']}")
     if staff:
         lines.append(f"  worker: {result.staff.get('worker_exit', 'not started')}, "
                      f"{result.staff.get('worker_seconds', 0)} s")
