@@ -177,7 +177,7 @@ def write_gradescope(out: Path, student: str, hw: Homework) -> None:
         staff = path.with_suffix(".staff.json")
         shown = json.loads(staff.read_text())["tests"] if staff.is_file() else data.get("tests", [])
         factor = data["score"] / data["raw_score"] if data.get("raw_score") else 1.0
-        tests += gradescope.test_entries(task_id, shown, factor)
+        tests += gradescope.entries_of(task_id, shown, factor)
         if data.get("late"):
             tests.append({"name": f"{task_id} / late", "score": 0, "max_score": 0, "output": data["late"],
                           "visibility": "visible"})
@@ -203,20 +203,22 @@ def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path) ->
         bins[min(9, int(10 * row["total"] / max_total)) if max_total else 0] += 1
     for i, count in enumerate(bins):
         lines.append(f"    {i * 10:3d}-{(i + 1) * 10:3d}%  {'#' * count} {count}")
-    lines += ["", "## Pass rate per test", "", "| task | test | passed |", "| --- | --- | --- |"]
+    lines += ["", "## Pass rate per test", "", "| task | test | visibility | passed |", "| --- | --- | --- | --- |"]
     rates: dict[str, float] = {}
     for task_id in hw.tasks:
         tally: dict[str, list[int]] = {}
+        shown: dict[str, str] = {}
         for student in rows:
             result = out / student / f"{task_id}.json"
             if not result.is_file():
                 continue
             for t in json.loads(result.read_text()).get("tests", []):
                 tally.setdefault(t["name"], [0, 0])
+                shown[t["name"]] = t.get("visibility", "public")
                 tally[t["name"]][0] += t["outcome"] == "passed"
                 tally[t["name"]][1] += 1
         for name, (ok, n) in tally.items():
-            lines.append(f"| {task_id} | {name} | {ok}/{n} |")
+            lines.append(f"| {task_id} | {name} | {shown[name]} | {ok}/{n} |")
             rates[f"{task_id[:2]} {name}"] = ok / n
     png = plot(rows, rates, max_total, out / "summary.png")
     if png:

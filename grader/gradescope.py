@@ -27,7 +27,35 @@ TORCH_PIN = "2.13.0"
 TRITON_PIN = "3.9.0"
 
 
-def test_entries(task_id: str, tests: list[dict], factor: float = 1.0) -> list[dict]:
+VISIBILITY = ["hidden", "after_due_date", "after_published", "visible"]
+RESULTS_SCHEMA = {
+    "$comment": "Gradescope's results.json (its autograder specification), as far as this grader writes it",
+    "type": "object",
+    "required": ["tests"],
+    "properties": {
+        "score": {"type": "number"},
+        "execution_time": {"type": "integer", "minimum": 0},
+        "output": {"type": "string"},
+        "visibility": {"enum": VISIBILITY},
+        "stdout_visibility": {"enum": VISIBILITY},
+        "tests": {"type": "array", "items": {
+            "type": "object",
+            "required": ["name", "score", "max_score", "output", "visibility"],
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "score": {"type": "number", "minimum": 0},
+                "max_score": {"type": "number", "minimum": 0},
+                "status": {"enum": ["passed", "failed"]},
+                "output": {"type": "string"},
+                "visibility": {"enum": VISIBILITY},
+            },
+        }},
+    },
+}
+"""What tests/test_release.py validates every results.json against (with jsonschema)."""
+
+
+def entries_of(task_id: str, tests: list[dict], factor: float = 1.0) -> list[dict]:
     """Gradescope test entries for one task's tests (student or staff JSON `tests`; the messages are kept, since
     Gradescope hides a test by its visibility). Tests worth no points (the gates, speed tests not run here) are
     left out: a gate's failure is repeated by every test it stops."""
@@ -163,7 +191,7 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
                 entries.append(missing_entry(tasks[task_id], dev, received))
                 lines.append(f"{task_id}: no file {task_id}.py")
                 continue
-            entries += test_entries(task_id, result.staff_json()["tests"])
+            entries += entries_of(task_id, result.staff_json()["tests"])
             lines.append(f"{task_id}: {result.score:g} / {result.max_score:g}")
             print(report.summary(result, staff=True), flush=True)
         where = report.device_label({"device": dev, "gpu": next(iter(graded.values())).environment.get("gpu")}

@@ -118,12 +118,58 @@ def write_tree(hw_id: str, out: Path, *, kit: bool, config: Path = ROOT / "confi
         (out / "setup.sh").chmod(0o755)
         put(KIT_README, kit_readme(hw, tasks))
         put(".gitignore", ".venv/\n__pycache__/\nresults/\n")
+    if kit:
+        found = leaks(out)
+        if found:
+            shutil.rmtree(out)
+            raise ConfigError("the kit would hold text of the answer key, so it was not written:\n  "
+                              + "\n  ".join(found[:20]))
     # The copy must load on its own: the same checks as the staff tree (points add up, tasks valid).
     copied, broken = discover_tasks(out)
     if broken or set(copied) != set(tasks):
         raise ConfigError(f"the copy in {out} does not load: {broken or sorted(set(tasks) - set(copied))}")
     load_config(out / "config.yaml", copied)
     return written
+
+
+MIN_LINE = 24
+"""Shorter lines (`return out`, `@triton.jit`) say nothing about an answer."""
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return [" ".join(line.split()) for line in path.read_text().splitlines()]
+    except (UnicodeDecodeError, OSError):
+        return []
+
+
+def answer_key(root: Path = ROOT) -> dict[str, str]:
+    """Every line of the staff-only files of every task (solutions, wrong/ files, speed-test baselines), minus
+    what the statements and skeletons already give students: normalized line -> the file it comes from."""
+    given = {line for folder in (root / "tasks").glob("*/") for name in TASK_FILES for line in _lines(folder / name)}
+    key: dict[str, str] = {}
+    for folder in sorted((root / "tasks").glob("*/")):
+        staff = [p for p in folder.glob("*.py") if p.name not in TASK_FILES] + sorted(folder.glob("wrong/*.py"))
+        for path in staff:
+            for line in _lines(path):
+                if len(line) >= MIN_LINE and line not in given:
+                    key.setdefault(line, str(path.relative_to(root)))
+    return key
+
+
+def leaks(folder: Path, root: Path = ROOT) -> list[str]:
+    """Where a file under `folder` holds a line of the answer key (`file:line: a line of tasks/.../x.py`), and
+    any file named like a staff-only file."""
+    key = answer_key(root)
+    found = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder)
+        if path.name == "solution.py" or "wrong" in rel.parts:
+            found.append(f"{rel}: a staff-only file")
+        for n, line in enumerate(_lines(path), 1):
+            if line in key:
+                found.append(f"{rel}:{n}: a line of {key[line]}")
+    return found
 
 
 def course_config(hw_id: str, config: Path = ROOT / "config.yaml") -> str:

@@ -1,0 +1,192 @@
+"""What a course hands out (issue 14): the student kit holds nothing of the answer key and grades a correct file
+to every public point on its own; visibility reaches every output; the Gradescope bundle, unpacked into a temp
+root, grades a reference solution to full marks and a wrong/ file to exactly its declared partial score."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from grader import gradescope, grading, report
+from grader.config import ROOT, ConfigError, discover_tasks, load_config
+from grader.release import leaks, write_tree
+
+TASKS, _ = discover_tasks()
+CFG = load_config(ROOT / "config.yaml", TASKS)
+HOMEWORK = "hw4_int8"
+
+
+def _hw_tasks(hw_id):
+    return {t: TASKS[t] for t in CFG.homeworks[hw_id].tasks}
+
+
+def _grader(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def kits(tmp_path_factory):
+    base = tmp_path_factory.mktemp("kits")
+    out = {}
+    for hw_id in CFG.homeworks:
+        done = _grader(ROOT, "release", "--homework", hw_id, "--out", str(base / hw_id))
+        assert done.returncode == 0, done.stderr
+        out[hw_id] = base / hw_id
+    return out
+
+
+@pytest.mark.parametrize("hw_id", list(CFG.homeworks))
+def test_kit_holds_no_answer_key(kits, hw_id):
+    kit = kits[hw_id]
+    files = [p.relative_to(kit) for p in kit.rglob("*") if p.is_file()]
+    assert not [f for f in files if f.name == "solution.py" or "wrong" in f.parts]
+    assert not [f for f in files if f.suffix in (".sqlite", ".csv") or f.parts[0] in ("results", "submissions",
+                                                                                           "tests", "scripts")]
+    assert leaks(kit) == []  # no line of any task's solution, wrong/ file or speed baseline, in any file
+    # only this homework's tasks, with their public cases; a hidden case's id appears nowhere in the kit
+    hw_tasks = _hw_tasks(hw_id)
+    assert {p.name for p in (kit / "tasks").iterdir()} == set(hw_tasks)
+    assert set(yaml.safe_load((kit / "config.yaml").read_text())["homeworks"]) == {hw_id}
+    text = "\n".join(p.read_text(errors="replace") for p in kit.rglob("*") if p.is_file())
+    for task in hw_tasks.values():
+        kit_yaml = yaml.safe_load((kit / "tasks" / task.id / "task.yaml").read_text())
+        assert [c["id"] for c in kit_yaml["cases"]] == [c.id for c in task.cases if c.visibility == "public"]
+        assert "wrong" not in kit_yaml and "perf" not in kit_yaml
+        for case in task.cases:
+            if case.visibility != "public":
+                assert not re.search(rf"\b{re.escape(case.id)}\b", text), case.id
+
+
+def test_the_leak_check_can_fail(kits, tmp_path):
+    kit = tmp_path / "kit"
+    shutil.copytree(kits[HOMEWORK], kit)
+    solution = ROOT / "tasks" / "12_matmul_int8_fused_dequant" / "solution.py"
+    lines = solution.read_text().splitlines()
+    (kit / "tasks" / "helper.py").write_text("\n".join(lines[len(lines) // 2:]) + "\n")  # half a solution, renamed
+    found = leaks(kit)
+    assert found and all("tasks/12_matmul_int8_fused_dequant/solution.py" in f for f in found)
+    (kit / "tasks" / "10_quantize_global_int8" / "wrong").mkdir()
+    (kit / "tasks" / "10_quantize_global_int8" / "wrong" / "mine.py").write_text("x = 1\n")
+    assert any("staff-only" in f for f in leaks(kit))
+    with pytest.raises(FileExistsError):
+        write_tree(HOMEWORK, kit, kit=True)
+
+
+def test_hidden_cases_exist_and_are_proven():
+    """Every INT8 and lowbit task has hidden cases, and each one is declared as failing by a wrong/ file."""
+    for hw_id in ("hw4_int8", "lowbit"):
+        for task in _hw_tasks(hw_id).values():
+            hidden = [c.id for c in task.cases if c.visibility != "public"]
+            assert hidden, f"{task.id} has no hidden case"
+            caught = set().union(*(w.expected_failures(task.test_names) for w in task.wrong.values()))
+            assert set(hidden) <= caught, f"{task.id}: no wrong/ file fails {sorted(set(hidden) - caught)}"
+
+
+def test_kit_grades_a_correct_file_to_every_public_point(kits, tmp_path):
+    kit = kits[HOMEWORK]
+    task = TASKS["10_quantize_global_int8"]
+    mine = tmp_path / "alice" / "10_quantize_global_int8.py"
+    mine.parent.mkdir()
+    shutil.copyfile(task.folder / "solution.py", mine)
+    done = _grader(kit, "grade", "--task", task.id, str(mine), "--device", "cpu", "--json", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "r.json").read_text())
+    public = round(task.autotune_points + sum(c.points for c in task.cases if c.visibility == "public"), 6)
+    assert result["score"] == result["max_score"] == public < task.points
+    hidden = sum(c.visibility != "public" for c in task.cases)
+    assert result["withheld"]["cases"] == hidden and f"{hidden} hidden case" in done.stdout
+    assert "graded after you submit" in done.stdout
+    # the kit's grade also says why a file fails: the skeleton earns nothing
+    done = _grader(kit, "grade", "--task", task.id, str(kit / "tasks" / task.id / "skeleton.py"), "--device", "cpu")
+    assert done.returncode == 1 and "score: 0 /" in done.stdout and "FAIL" in done.stdout
+
+
+def test_release_refuses_a_bad_homework(tmp_path):
+    with pytest.raises(ConfigError, match="unknown homework"):
+        write_tree("no_such_homework", tmp_path / "k", kit=True)
+
+
+def _result(visibilities: dict[str, str]) -> grading.TaskResult:
+    tests = [grading.TestResult(name, "failed", 0.0, 1.0, f"{name}: 3 of 8 elements differ", "traceback", visibility=v)
+             for name, v in visibilities.items()]
+    return grading.TaskResult(task="10_quantize_global_int8", student="s", submission="s.py", score=0.0, max_score=3.0,
+                      tests=tests, checks={}, environment={"device": "cpu"}, submission_sha256="",
+                      graded_at="2026-11-24T00:00:00+00:00")
+
+
+def test_visibility_in_every_output():
+    result = _result({"a": "public", "b": "hidden", "c": "after_due_date"})
+    student = {t["name"]: t for t in result.student_json()["tests"]}
+    staff = {t["name"]: t for t in result.staff_json()["tests"]}
+    assert [student[n]["visibility"] for n in "abc"] == ["public", "hidden", "after_due_date"]
+    assert student["a"]["message"] == "a: 3 of 8 elements differ"
+    assert "differ" not in student["b"]["message"] and "after the due date" in student["c"]["message"]
+    assert all(staff[n]["message"].endswith("differ") for n in "abc")  # staff see everything
+    entries = {e["name"].split(" / ")[1]: e for e in gradescope.entries_of(result.task, result.staff_json()["tests"])}
+    assert [entries[n]["visibility"] for n in "abc"] == ["visible", "hidden", "after_due_date"]
+    assert entries["b"]["output"].endswith("differ")  # Gradescope gates it by visibility
+    text = report.summary(result)
+    assert "b [hidden]" in text and "c [after_due_date]" in text and "a [" not in text
+
+
+def test_gradescope_bundle(tmp_path):
+    zip_path = tmp_path / "autograder.zip"
+    done = _grader(ROOT, "gradescope", "--homework", HOMEWORK, "--out", str(zip_path))
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(zip_path) as z:
+        names = z.namelist()
+        assert {"setup.sh", "run_autograder", "config.yaml"} <= set(names)
+        assert not [n for n in names if n.endswith("solution.py") or "/wrong/" in n]
+        assert (z.getinfo("run_autograder").external_attr >> 16) & 0o111
+        root = tmp_path / "autograder"  # laid out as Gradescope does: source/, submission/, results/
+        z.extractall(root / "source")
+    assert "torch==2.13.0" in (root / "source" / "setup.sh").read_text()
+    shutil.copyfile(root / "source" / "run_autograder", root / "run_autograder")
+    sub = root / "submission"
+    (sub / "extra").mkdir(parents=True)
+    t10, t13 = TASKS["10_quantize_global_int8"], TASKS["13_quantize_global_transpose_int8"]
+    shutil.copyfile(t10.folder / "solution.py", sub / "10_quantize_global_int8.py")
+    wrong = next(w for w in t13.wrong.values() if 0 < len(w.expected_failures(t13.test_names) - {"imports",
+                                                                                                  "signatures"}))
+    shutil.copyfile(t13.folder / "wrong" / wrong.file, sub / "extra" / "13_quantize_global_transpose_int8.py")
+    (sub / "quantize_rowwise.py").write_text("# misnamed\n")
+    done = subprocess.run(["bash", str(root / "run_autograder")], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "AUTOGRADER_ROOT": str(root), "PYTHON": sys.executable})
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(data, gradescope.RESULTS_SCHEMA)
+    by_task: dict[str, list[dict]] = {}
+    for t in data["tests"]:
+        by_task.setdefault(t["name"].split(" / ")[0], []).append(t)
+    assert sum(t["score"] for t in by_task[t10.id]) == pytest.approx(t10.points_on("cpu"))
+    failing = wrong.expected_failures(t13.test_names)
+    partial = sum(p for name, p in t13.test_points("cpu").items() if name not in failing)
+    assert sum(t["score"] for t in by_task[t13.id]) == pytest.approx(partial)
+    assert 0 < partial < t13.points_on("cpu")
+    hidden = {t["name"].split(" / ")[1] for t in data["tests"] if t["visibility"] == "hidden"}
+    assert hidden == {c.id for c in t10.cases if c.visibility == "hidden"} | {
+        c.id for c in t13.cases if c.visibility == "hidden"}
+    for task_id in ("11_quantize_rowwise_int8", "12_matmul_int8_fused_dequant", "14_backward_dx_int8_fused"):
+        (missing,) = by_task[task_id]
+        assert missing["score"] == 0 and missing["max_score"] == TASKS[task_id].points_on("cpu")
+        assert f"no file named {task_id}.py" in missing["output"]
+    assert "did you mean 11_quantize_rowwise_int8.py" in data["output"]
+    assert data["score"] == pytest.approx(t10.points_on("cpu") + partial)
+
+
+def test_gradescope_run_fails_closed(tmp_path):
+    """A grader that cannot run (here: an unknown homework) still writes results.json: 0 points, a message."""
+    results = tmp_path / "results" / "results.json"
+    code = gradescope.run("no_such_homework", tmp_path / "submission", results)
+    data = json.loads(results.read_text())
+    jsonschema.validate(data, gradescope.RESULTS_SCHEMA)
+    assert code == 0 and data["score"] == 0 and "autograder itself failed" in data["output"]
