@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grader.grading import TaskResult
+from grader.results import TaskResult
 
 
 def device_label(env: dict) -> str:
