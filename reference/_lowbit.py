@@ -91,7 +91,11 @@ def activations(k: int, cin: int, dtype: str, seed: int, dist: str, bits: int) -
 
     dist: 'normal' (N(0, 2^2)), 'positive' (|N(0,1)| + 0.25, like post-ReLU values: the zero pads become the group
     minimum), 'const' (every third group of a row constant, range 0), 'ties' (values k/2 in [0, QMAX] with both
-    ends in every group, so scale = 1 and half the values are exact ties, which round down)."""
+    ends in every group, so scale = 1 and half the values are exact ties, which round down), 'negative'
+    (-(|N(0,1)| + 0.25), all below zero: the zero pads become the group maximum), 'const_rows' (each row one value
+    of N(0, 2^2), either sign: full groups are constant, and a part-filled last group holds that value and the
+    zero pads, so the pads are its minimum or its maximum). 'negative' and 'const_rows' were added later; the
+    other values draw exactly what they drew before."""
     g = generator(seed)
     dt = DTYPES[dtype]
     qmax = (1 << bits) - 1
@@ -103,6 +107,10 @@ def activations(k: int, cin: int, dtype: str, seed: int, dist: str, bits: int) -
         return x.to(dt)  # zero pads add only more zeros to a last group
     if dist == "normal":
         x = torch.randn(k, cin, generator=g) * 2
+    elif dist == "negative":
+        x = -(torch.randn(k, cin, generator=g).abs() + 0.25)
+    elif dist == "const_rows":
+        x = (torch.randn(k, 1, generator=g) * 2).expand(k, cin).clone()
     elif dist in ("positive", "const"):
         x = torch.randn(k, cin, generator=g).abs() + 0.25
         if dist == "const":

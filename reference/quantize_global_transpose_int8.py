@@ -11,12 +11,16 @@ MIN_DENOM = 127 * 1e-8
 
 
 def generate_input(m: int, n: int, dtype: str, seed: int, layout: str = "contiguous", scale: float = 1.0,
-                   zeros: bool = False) -> tuple[list, dict]:
+                   zeros: bool = False, negative: bool = False) -> tuple[list, dict]:
     """An (m, n) input laid out as asked:
 
     * ``contiguous``: row-major, strides (n, 1);
     * ``transposed``: the transpose of a contiguous (n, m) tensor, strides (1, m);
-    * ``sliced``: the first n columns of a contiguous (m, n + 13) tensor, strides (n + 13, 1).
+    * ``sliced``: the first n columns of a contiguous (m, n + 13) tensor, strides (n + 13, 1);
+    * ``stepped``: every other row and every other column of a contiguous (2m, 2n) tensor, strides (4n, 2):
+      neither stride is 1.
+
+    ``negative`` makes every value -|x| (the absmax then comes from the most negative element).
     """
     if layout == "contiguous":
         x = randn([m, n], dtype, seed, scale)
@@ -24,8 +28,12 @@ def generate_input(m: int, n: int, dtype: str, seed: int, layout: str = "contigu
         x = randn([n, m], dtype, seed, scale).t()
     elif layout == "sliced":
         x = randn([m, n + 13], dtype, seed, scale)[:, :n]
+    elif layout == "stepped":
+        x = randn([2 * m, 2 * n], dtype, seed, scale)[::2, ::2]
     else:
         raise ValueError(f"unknown layout {layout!r}")
+    if negative:
+        x.abs_().neg_()  # in place, like zeros below
     if zeros:
         x.zero_()  # in place, so the layout (and the strides) stay as chosen
     assert tuple(x.shape) == (m, n)

@@ -7,8 +7,15 @@ import torch
 from reference._common import randn
 
 
-def generate_input(n_rows: int, n_cols: int, dtype: str, seed: int, scale: float = 1.0) -> tuple[list, dict]:
+def generate_input(n_rows: int, n_cols: int, dtype: str, seed: int, scale: float = 1.0,
+                   pattern: str = "normal") -> tuple[list, dict]:
+    """An (n_rows, n_cols) matrix of normal values times scale; pattern ``negative`` makes every value -|x| (each
+    row's absmax then comes from its most negative element), ``normal`` (the default) keeps them as drawn."""
     x = randn([n_rows, n_cols], dtype, seed, scale)
+    if pattern == "negative":
+        x = -x.abs()
+    elif pattern != "normal":
+        raise ValueError(f"unknown pattern {pattern!r}")
     # The spec leaves all-zero rows undefined (0 / 0); make sure no case contains one.
     assert bool((x != 0).any(dim=1).all()), "generated input has an all-zero row; pick another seed"
     return [x], {}
