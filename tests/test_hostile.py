@@ -95,7 +95,8 @@ def test_wrong_return_and_forbidden_import_messages(tmp_path, small_task, cfg):
     tests = _by_name(r_np)
     assert tests["imports"].outcome == "failed" and "np.py:1: import numpy is not allowed" in tests["imports"].message
     assert tests["n1_fp32"].message.startswith("not run: the imports check failed (np.py:1: import numpy")
-    assert r_np.student_json()["tests"][0].keys() == {"name", "outcome", "points", "max_points", "message"}
+    assert r_np.student_json()["tests"][0].keys() == {"name", "outcome", "points", "max_points", "message",
+                                                          "visibility"}
 
 
 def test_output_of_a_forked_worker_cannot_speak_for_the_fork_server(tmp_path, small_task, cfg):

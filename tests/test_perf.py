@@ -190,4 +190,5 @@ def test_timed_end_to_end_on_the_cpu_and_not_run_elsewhere(tmp_path, cfg):
     assert tests["speed_cuda"].outcome == "not_run" and tests["speed_cuda"].max_points == 0.0
     assert "not run on cpu" in tests["speed_cuda"].message
     assert result.failed == ["speed_fail"] and result.not_run == ["speed_cuda"]
-    assert result.max_score == task.points_on("cpu") == 2.25 and result.score == 1.25
+    case_points = task.cases[0].points
+    assert result.max_score == task.points_on("cpu") == case_points + 2 and result.score == case_points + 1
