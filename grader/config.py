@@ -79,6 +79,16 @@ class OutputSpec:
     atol: float = 0.0
     from_kernel: bool = True
     """The tensor must have been passed to a Triton kernel launched during the call."""
+    scalar: bool = False
+    """The statement calls it a scalar: shape () and (1,) are both right (the oracle returns one element)."""
+
+    def shape_ok(self, got: tuple[int, ...], expected: tuple[int, ...]) -> bool:
+        if self.scalar:
+            return got in ((), (1,))
+        return got == expected
+
+    def shape_wanted(self, expected: tuple[int, ...]) -> str:
+        return "a scalar: shape [] or [1]" if self.scalar else str(list(expected))
 
 
 @dataclass(frozen=True)
@@ -205,6 +215,8 @@ class TaskSpec:
     of the output's size fails the call."""
     withheld: Withheld | None = None
     """In a released copy (the student kit): the tests left out, which still count in `points`."""
+    right: list[str] = field(default_factory=list)
+    """Files in right/: other correct ways of writing the answer, each of which must earn full marks (selftest)."""
 
     @property
     def points(self) -> float:
@@ -287,6 +299,7 @@ def load_task(folder: Path) -> TaskSpec:
                 rtol=float(out.get("rtol", 0.0)),
                 atol=float(out.get("atol", 0.0)),
                 from_kernel=bool(out.get("from_kernel", True)),
+                scalar=bool(out.get("scalar", False)),
             )
         )
 
@@ -359,11 +372,15 @@ def load_task(folder: Path) -> TaskSpec:
         perf=perf,
         torch_ops=_torch_ops(data.get("torch_ops"), where),
         withheld=_withheld(data.get("withheld"), where),
+        right=sorted(p.name for p in (folder / "right").glob("*.py")),
     )
     if launch and task.entry != launch.kernel:
         raise ConfigError(f"{where}: with launch, entry (if given) must be the launched kernel '{launch.kernel}'")
     if not launch and task.entry not in task.functions:
         raise ConfigError(f"{where}: entry '{task.entry}' must be listed under functions")
+    for out in task.outputs:
+        if out.scalar and out.compare == "rounded":
+            raise ConfigError(f"{where}: output {out.name}: scalar applies to exact and close outputs")
     on_disk = {p.name for p in (folder / "wrong").glob("*.py")}
     if on_disk != set(wrong):
         raise ConfigError(

@@ -144,12 +144,13 @@ def _lines(path: Path) -> list[str]:
 
 
 def answer_key(root: Path = ROOT) -> dict[str, str]:
-    """Every line of the staff-only files of every task (solutions, wrong/ files, speed-test baselines), minus
+    """Every line of the staff-only files of every task (solutions, right/ and wrong/ files, speed baselines), minus
     what the statements and skeletons already give students: normalized line -> the file it comes from."""
     given = {line for folder in (root / "tasks").glob("*/") for name in TASK_FILES for line in _lines(folder / name)}
     key: dict[str, str] = {}
     for folder in sorted((root / "tasks").glob("*/")):
-        staff = [p for p in folder.glob("*.py") if p.name not in TASK_FILES] + sorted(folder.glob("wrong/*.py"))
+        staff = [p for p in folder.glob("*.py") if p.name not in TASK_FILES] + sorted(folder.glob("wrong/*.py")) \
+            + sorted(folder.glob("right/*.py"))
         for path in staff:
             for line in _lines(path):
                 if len(line) >= MIN_LINE and line not in given:
@@ -164,7 +165,7 @@ def leaks(folder: Path, root: Path = ROOT) -> list[str]:
     found = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         rel = path.relative_to(folder)
-        if path.name == "solution.py" or "wrong" in rel.parts:
+        if path.name == "solution.py" or "wrong" in rel.parts or "right" in rel.parts:
             found.append(f"{rel}: a staff-only file")
         for n, line in enumerate(_lines(path), 1):
             if line in key:

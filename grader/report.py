@@ -25,7 +25,7 @@ def summary(result: TaskResult, staff: bool = False) -> str:
         pts = f"{t.points:g}/{t.max_points:g}"
         first, *rest = (t.message or "").splitlines() or [""]
         name = t.name if t.visibility == "public" else f"{t.name} [{t.visibility}]"
-        head = f"  {mark:5} {name:30} {pts:>10}"
+        head = f"  {mark:5} {name:30} {pts:>10}" if len(name) <= 30 else f"  {mark:5} {name} {pts}"
         timed = (t.message or "").startswith("baseline ")  # a speed test shows its times even when it passes
         lines.append(head if mark == "PASS" and not timed else f"{head}  {first}")
         if mark not in ("PASS", "SKIP"):

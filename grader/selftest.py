@@ -1,5 +1,6 @@
-"""Proves the answer key: every solution earns full marks, every skeleton 0, every wrong/ file fails exactly
-the tests its task.yaml declares.
+"""Proves the answer key: every solution earns full marks, and so does every right/ file (another correct way of
+writing the answer, which the grader must not penalize); every skeleton earns 0, and every wrong/ file fails
+exactly the tests its task.yaml declares.
 
 Device-aware: a test the task does not run on this device (a speed test on the CPU interpreter) must be reported
 as not run, and is taken out of every expectation, so a wrong/ file that declares only speed failures is expected
@@ -15,7 +16,7 @@ from grader.grading import Job, TaskResult, grade_jobs
 
 
 def expectation(job_kind: str, task: TaskSpec, name: str, device: str) -> set[str]:
-    if job_kind == "solution":
+    if job_kind in ("solution", "right"):
         return set()
     if job_kind == "skeleton":
         want = set(task.test_names) - {"imports", "signatures"}
@@ -34,6 +35,9 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
         kinds.append(("solution", task, "solution.py"))
         jobs.append(Job(task, task.folder / "skeleton.py", "skeleton"))
         kinds.append(("skeleton", task, "skeleton.py"))
+        for name in task.right:
+            jobs.append(Job(task, task.folder / "right" / name, f"right/{name}"))
+            kinds.append(("right", task, name))
         for name in sorted(task.wrong):
             jobs.append(Job(task, task.folder / "wrong" / name, f"wrong/{name}"))
             kinds.append(("wrong", task, name))
@@ -47,11 +51,11 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
         got = set(result.failed)
         not_run = task.not_run_on(device)
         ok = got == want and set(result.not_run) == not_run
-        if kind == "solution":
+        if kind in ("solution", "right"):
             ok = ok and result.score == result.max_score
         if kind == "skeleton":
             ok = ok and result.score == 0
-        label = f"{task.id}/{'wrong/' if kind == 'wrong' else ''}{name}"
+        label = f"{task.id}/{kind + '/' if kind in ('wrong', 'right') else ''}{name}"
         skipped = f", {len(result.not_run)} not run on {device}" if result.not_run else ""
         print(f"{'ok  ' if ok else 'FAIL'} {label}: {result.score:g}/{result.max_score:g}, "
               f"{len(got)} failing test(s){skipped}", flush=True)

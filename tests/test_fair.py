@@ -1,0 +1,32 @@
+"""Fair verdicts (issue 15): an output the statement calls a scalar accepts shape [] and [1], and only those;
+every right/ file (another correct way of writing the answer) earns full marks in selftest."""
+
+import dataclasses
+
+from grader.config import ROOT, load_config, load_task
+from grader.grading import Job, grade_jobs
+
+TASK10 = ROOT / "tasks" / "10_quantize_global_int8"
+TASK13 = ROOT / "tasks" / "13_quantize_global_transpose_int8"
+
+
+def test_scalar_outputs_accept_both_shapes_and_only_those():
+    cfg = load_config()
+    t10, t13 = load_task(TASK10), load_task(TASK13)
+    strict = dataclasses.replace(t10, outputs=[dataclasses.replace(o, scalar=False) for o in t10.outputs],
+                                 cases=t10.cases[:2])
+    jobs = [Job(dataclasses.replace(t10, cases=t10.cases[:2]), TASK10 / "right" / "absmax_one_element.py", "fair"),
+            Job(strict, TASK10 / "right" / "absmax_one_element.py", "strict"),
+            Job(dataclasses.replace(t13, cases=t13.cases[:1]), TASK13 / "wrong" / "absmax_keepdim.py", "keepdim")]
+    fair, strict_result, keepdim = grade_jobs(jobs, cfg, "cpu", workers=2)
+    assert fair.score == fair.max_score  # absmax of shape [1] where the oracle's is []
+    # the same file, with the forgiveness off: the shape check is what would have failed it
+    case = {t.name: t for t in strict_result.tests}[t10.cases[0].id]
+    assert case.outcome == "failed" and "absmax: shape [1], expected []" in case.message
+    case = {t.name: t for t in keepdim.tests}[t13.cases[0].id]
+    assert case.outcome == "failed" and "absmax: shape [1, 1], expected a scalar: shape [] or [1]" in case.message
+
+
+def test_right_files_are_graded_by_selftest():
+    assert load_task(TASK10).right == ["absmax_one_element.py"]
+    assert load_task(TASK13).right == ["absmax_zero_dim.py"]
