@@ -552,6 +552,9 @@ class CourseConfig:
     results_dir: str = "results"
     sandbox: SandboxConfig = field(default_factory=lambda: SandboxConfig())
     """The worker's sandbox (grader/sandbox.py): on by default."""
+    gpu_compile: bool = True
+    """On the CPU interpreter, also compile every launched kernel for CUDA targets (sm_90, sm_80) and fail a case
+    whose kernel would not compile for a GPU (grader/gpu_compile.py)."""
     always_allowed_imports: list[str] = field(default_factory=list)
     homeworks: dict[str, Homework] = field(default_factory=dict)
 
@@ -565,6 +568,13 @@ def tasks_dir_has(task_id: str, root: Path = ROOT) -> bool:
 
 TIMEOUT_S = {"cuda": 90.0, "cpu": 240.0}
 STALL_S = {"cuda": 30.0, "cpu": 120.0}
+
+
+def _flag(grading: dict, key: str, default: bool, where: str) -> bool:
+    value = grading.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: grading.{key} must be true or false, got {value!r}")
+    return value
 
 
 def _judges(value, where: str) -> int:
@@ -644,6 +654,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
         specialize=bool(grading.get("specialize", False)),
         results_dir=str(grading.get("results_dir", "results")),
         sandbox=_sandbox(grading.get("sandbox"), where),
+        gpu_compile=_flag(grading, "gpu_compile", True, where),
         always_allowed_imports=[str(m) for m in data.get("always_allowed_imports") or []],
         homeworks=homeworks,
     )

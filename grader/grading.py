@@ -488,7 +488,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None,
                                fork_server=cfg.fork_server, specialize=specialize[n],
                                launch=launch_job(job.task), stall_s=cfg.stall_s.get(device, 0.0),
-                               sandbox=cfg.sandbox.job())
+                               sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile)
                 futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
                 pending[n] += 1
                 if k:

@@ -305,6 +305,11 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
     outputs = run.get("outputs")
     if not isinstance(outputs, list):
         return ["the worker's record of this call has no outputs (garbled result)"]
+    # On the interpreter: each launched kernel was also compiled for CUDA targets (grader/gpu_compile.py).
+    for msg in dict.fromkeys(launch.get("gpu_compile") for launch in run.get("launches") or []
+                             if isinstance(launch, dict)):
+        if msg is not None:
+            problems.append(msg if isinstance(msg, str) else "the worker's launch record is garbled")
     if len(outputs) != len(task.outputs):
         want = ", ".join(o.name for o in task.outputs)
         return [f"returned {len(outputs)} value(s) ({run.get('returned')}); expected {len(task.outputs)}: ({want})"]

@@ -35,6 +35,7 @@ import torch
 
 from grader import guards, sandbox
 from grader.audit import OpAudit
+from grader.gpu_compile import CompileCheck
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,6 +67,8 @@ class Instruments:
         self.allocs: list[tuple[torch.Tensor, torch.Tensor, int]] = []
         self.active = False
         self.path = ""
+        self.gpu_check = None
+        """On the interpreter, a gpu_compile.CompileCheck: every launch is also compiled for CUDA targets."""
         self._orig_empty = torch.empty
         self._patch_launches()
         self._patch_allocators()
@@ -90,7 +93,10 @@ class Instruments:
                 if inst.active and not kwargs.get("warmup", False):
                     ptrs = [a.data_ptr() for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
                     name = getattr(getattr(self, "fn", None), "__name__", type(self).__name__)
-                    inst.launches.append({"kernel": name, "ptrs": ptrs})
+                    launch = {"kernel": name, "ptrs": ptrs}
+                    if inst.gpu_check is not None and type(self).__name__ == "InterpretedFunction":
+                        launch["gpu_compile"] = inst.gpu_check.check(self.fn, args, kwargs)
+                    inst.launches.append(launch)
                 return _orig(self, *args, **kwargs)
 
             cls.run = run
@@ -126,8 +132,9 @@ class Instruments:
         self.launches, self.allocs = [], []
 
 
-def patch_interpreter_libdevice() -> None:
-    """Give the interpreter the libdevice rounding functions, which it otherwise returns None for."""
+def patch_interpreter_libdevice() -> dict:
+    """Give the interpreter the libdevice rounding functions, which it otherwise returns None for. Returns the
+    originals ({(module, name): function}), which the GPU compile check puts back while it compiles."""
     import numpy as np
     import triton.language as tl
     from triton.runtime import interpreter
@@ -153,13 +160,17 @@ def patch_interpreter_libdevice() -> None:
     }
     import importlib
 
+    originals = {}
     for modname in ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice"):
         try:
             mod = importlib.import_module(modname)
         except ImportError:
             continue
         for name, fn in table.items():
+            if hasattr(mod, name):
+                originals.setdefault((mod, name), getattr(mod, name))
             setattr(mod, name, fn)
+    return originals
 
 
 def patch_interpreter_scalars() -> None:
@@ -634,11 +645,14 @@ def main(jobdir: Path, run_id: str) -> int:
     audit = OpAudit(path)
     try:
         load["environment"] = environment(device)
+        originals = {}
         if device == "cpu":
-            patch_interpreter_libdevice()
+            originals = patch_interpreter_libdevice()
             patch_interpreter_scalars()
         inst = Instruments()
         inst.path = path
+        if device == "cpu" and job.get("gpu_compile", True):
+            inst.gpu_check = CompileCheck(originals)
         os.environ.update((job.get("launch") or {}).get("env") or {})
         with audit.window():
             module = _load_module("submission", path)

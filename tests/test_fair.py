@@ -30,3 +30,23 @@ def test_scalar_outputs_accept_both_shapes_and_only_those():
 def test_right_files_are_graded_by_selftest():
     assert load_task(TASK10).right == ["absmax_one_element.py"]
     assert load_task(TASK13).right == ["absmax_zero_dim.py"]
+
+
+def test_kernels_that_only_the_interpreter_runs_fail_on_the_cpu():
+    """Each of these runs right in the interpreter; the compile check for CUDA targets is what fails them (with
+    the check off they earn full marks), with the compiler's message and the file's line."""
+    cfg = load_config()
+    p4, p7 = ROOT / "tasks" / "puzzle04_outer_vector_add_block", ROOT / "tasks" / "puzzle07_long_sum"
+    jobs = [Job(load_task(p4), p4 / "wrong" / "lambda_in_kernel.py", "lambda"),
+            Job(load_task(p7), p7 / "wrong" / "runtime_arange.py", "arange"),
+            Job(load_task(p7), p7 / "solution.py", "solution")]
+    on = grade_jobs(jobs, cfg, "cpu", workers=2)
+    off = grade_jobs(jobs, dataclasses.replace(cfg, gpu_compile=False), "cpu", workers=2)
+    lam, arange, solution = on
+    assert lam.score == 0 and arange.score == 0 and solution.score == solution.max_score
+    first = {t.name: t for t in lam.tests}["notebook"].message
+    assert "does not compile for a GPU (sm_90) (line 13): UnsupportedLanguageConstruct" in first
+    assert "Lambda" in first
+    first = {t.name: t for t in arange.tests}["notebook"].message
+    assert "does not compile for a GPU (sm_90) (line 14): CompilationError" in first and "constexpr" in first
+    assert all(r.score == r.max_score for r in off)

@@ -1,0 +1,219 @@
+"""On the CPU interpreter, does each launched kernel also compile for a GPU?
+
+The interpreter runs Python that Triton's compiler rejects (a lambda inside a kernel, `tl.arange` with a runtime
+start), so a kernel could earn full marks on a laptop and nothing on the course's GPU. Every launch the
+interpreter runs is therefore also compiled, through Triton's own front end, for CUDA targets (Hopper and
+Ampere), with the launch's argument types, its constexprs and its config's num_warps/num_stages. No GPU is
+needed. Compilation stops after the TTGIR stage (the GPU-specific layout pass): measured with triton 3.9 on a
+CPU machine, 0.04-0.11 s per kernel and target, against 1.3 s down to a cubin. Results are cached per worker by
+kernel, types, constexprs and options, so every case of one config costs one compilation.
+
+Runs inside the worker (sandboxed); the judge reads the message from the launch record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import sys
+
+_MISSING = object()
+TARGETS = (("cuda", 90, 32), ("cuda", 80, 32))
+"""(backend, compute capability, warp size): an H100 and an A100."""
+STAGES = ("ttir", "ttgir")
+OPTION_KEYS = ("num_warps", "num_stages", "num_ctas")
+_TORCH_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int8": "i8",
+                "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "i1"}
+
+
+def _type_of(value) -> str | None:
+    """Triton's signature type of a runtime argument, or None for a value that Triton treats as a constant."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return "*" + _TORCH_TYPES.get(str(value.dtype).removeprefix("torch."), "fp32")
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        return "i32" if -(2**31) <= value < 2**31 else "i64"
+    if isinstance(value, float):
+        return "fp32"
+    return None
+
+
+class CompileCheck:
+    """One per worker: `check(fn, args, kwargs)` returns None, or the student's message for a launch whose kernel
+    does not compile for a GPU target."""
+
+    def __init__(self, originals: dict | None = None) -> None:
+        self.originals = originals or {}
+        """{(module, name): function} that the interpreter's patches replaced (grader/worker.py): the compiler
+        must see the real libdevice functions."""
+        self.cache: dict[tuple, str | None] = {}
+        self._jit: dict = {}
+        try:  # imported in the interpreter's mode, as the rest of triton was (gluon asserts it at import)
+            import triton.compiler.code_generator  # noqa: F401
+        except Exception:  # noqa: BLE001, S110 - the first check reports it
+            pass
+        self.internal: list[str] = []
+        """Failures of the check itself (not of the kernel): in the worker log for staff; the launch passes."""
+
+    def check(self, fn, args: tuple, kwargs: dict) -> str | None:
+        try:
+            from triton.runtime.jit import JITFunction
+
+            jit = JITFunction(fn)
+            sig, consts, key = {}, {}, [fn.__module__, fn.__qualname__, jit.src]
+            names = [p.name for p in jit.params]
+            values = dict(zip(names, args))
+            values.update({k: v for k, v in kwargs.items() if k in names})
+            for i, p in enumerate(jit.params):
+                value = values.get(p.name, p.default if p.default is not inspect.Parameter.empty else None)
+                kind = None if p.is_constexpr else _type_of(value)
+                if kind is None:
+                    sig[p.name] = "constexpr"
+                    consts[(i,)] = value
+                    key.append((p.name, repr(value)))
+                else:
+                    sig[p.name] = kind
+                    key.append((p.name, kind))
+            options = {k: kwargs[k] for k in OPTION_KEYS if kwargs.get(k) is not None}
+            key.append(tuple(sorted(options.items())))
+            key = tuple(key)
+        except Exception as exc:  # noqa: BLE001 - the check's own failure is staff business
+            self._note(f"gpu compile check skipped: {type(exc).__name__}: {exc}")
+            return None
+        if key not in self.cache:
+            with self._compiler_view(fn):
+                self.cache[key] = self._compile(jit, sig, consts, options)
+        return self.cache[key]
+
+    @contextlib.contextmanager
+    def _compiler_view(self, fn):
+        """What Triton's compiler must see, put in place for one compilation and undone after it.
+
+        Under the interpreter, every `@triton.jit` function is an InterpretedFunction: triton.language's own
+        (tl.sum, tl.max, tl.cdiv...) and the submission's helpers. The code generator would call one as plain
+        Python, and that call patches triton.language for the interpreter without undoing it. So: JITFunctions
+        in their place, the real libdevice functions (the worker patched the rounding ones), TRITON_INTERPRET off
+        (the code generator reads it), and afterwards every attribute of the language's objects as it was."""
+        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.jit import JITFunction
+
+        holders = [h for h, _ in _PRISTINE]
+        snapshot = [(h, dict(vars(h))) for h in holders]
+        swaps: list[tuple[object, str, object]] = [(mod, name, f) for (mod, name), f in self.originals.items()]
+        # The language as it was when this module was imported, before any kernel ran: the interpreter's calls of
+        # jit functions (tl.sum inside a kernel) leave their patches on.
+        for holder, attrs in _PRISTINE:
+            current = vars(holder)
+            swaps += [(holder, name, value) for name, value in attrs.items() if current.get(name) is not value]
+        for space in [*holders, fn.__globals__]:
+            items = space.items() if isinstance(space, dict) else list(vars(space).items())
+            for name, value in list(items):
+                if isinstance(value, InterpretedFunction):
+                    if value.fn not in self._jit:
+                        self._jit[value.fn] = JITFunction(value.fn)
+                    swaps.append((space, name, self._jit[value.fn]))
+        undo = []
+        interpret = os.environ.get("TRITON_INTERPRET")
+        try:
+            for space, name, value in swaps:
+                if isinstance(space, dict):
+                    undo.append((space, name, space[name]))
+                    space[name] = value
+                else:
+                    undo.append((space, name, getattr(space, name)))
+                    setattr(space, name, value)
+            os.environ["TRITON_INTERPRET"] = "0"
+            yield
+        finally:
+            if interpret is None:
+                os.environ.pop("TRITON_INTERPRET", None)
+            else:
+                os.environ["TRITON_INTERPRET"] = interpret
+            for space, name, value in reversed(undo):
+                if isinstance(space, dict):
+                    space[name] = value
+                else:
+                    setattr(space, name, value)
+            for holder, attrs in snapshot:  # back to the interpreter's state, whatever the compilation patched
+                for name, value in list(vars(holder).items()):
+                    if attrs.get(name, _MISSING) is not value:
+                        if name in attrs:
+                            setattr(holder, name, attrs[name])
+                        else:
+                            delattr(holder, name)
+
+    def _note(self, text: str) -> None:
+        if len(self.internal) < 5:
+            print(text, file=sys.stderr, flush=True)
+        self.internal.append(text)
+
+    def _compile(self, jit, sig: dict, consts: dict, options: dict) -> str | None:
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+        from triton.compiler.errors import CompilationError
+
+        for backend_name, arch, warp in TARGETS:
+            try:
+                src = ASTSource(fn=jit, signature=sig, constexprs=consts)
+                target = GPUTarget(backend_name, arch, warp)
+                _front_end(src, target, options)
+            except CompilationError as exc:
+                return _message(exc, jit, arch)
+            except Exception as exc:  # noqa: BLE001 - a compiler error that is not a CompilationError
+                if type(exc).__module__.startswith("triton") or "PassManager" in str(exc):
+                    return _message(exc, jit, arch)
+                self._note(f"gpu compile check skipped for sm_{arch}: {type(exc).__name__}: {exc}")
+                return None
+        return None
+
+
+def _language_holders() -> list:
+    import triton.language as tl
+
+    names = ("core", "math", "standard", "tensor", "dtype", "condition")
+    found = [tl, *(getattr(tl, n, None) for n in names), getattr(tl.core, "tensor_descriptor_base", None)]
+    return list({id(h): h for h in found if h is not None}.values())
+
+
+_PRISTINE = [(h, dict(vars(h))) for h in _language_holders()]
+"""triton.language's objects as imported (the fork server imports this module before any kernel runs)."""
+
+
+def _front_end(src, target, options: dict) -> None:
+    """Triton's compile() up to STAGES, without the cache or the assembler (as triton.compiler.compile does)."""
+    from triton._C.libtriton import ir
+    from triton.compiler.compiler import make_backend
+
+    backend = make_backend(target)
+    opts = backend.parse_options(dict(options))
+    stages: dict = {}
+    backend.add_stages(stages, opts, src.language)
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    codegen = backend.get_codegen_implementation(opts)
+    module_map = backend.get_module_map()
+    make_ir = src.make_ir
+    if "target" in inspect.signature(make_ir).parameters:
+        module = make_ir(target, opts, codegen, module_map, context)
+    else:  # pragma: no cover - older signature
+        module = make_ir(opts, codegen, module_map, context)
+    metadata: dict = {}
+    for name in STAGES:
+        module = stages[name](module, metadata)
+
+
+def _message(exc: BaseException, jit, arch: int) -> str:
+    text = str(exc).strip()
+    node = getattr(exc, "node", None)
+    where = ""
+    if node is not None and getattr(node, "lineno", None) is not None:
+        start = getattr(jit, "def_file_line_number", None) or getattr(jit, "starting_line_number", 1)
+        where = f" (line {start + node.lineno - 1})"
+    head = (f"this kernel runs in the interpreter but does not compile for a GPU (sm_{arch}){where}: "
+            f"{type(exc).__name__}")
+    return f"{jit.fn.__name__}: {head}\n{text[-1200:]}"
