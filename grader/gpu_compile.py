@@ -207,13 +207,21 @@ def _front_end(src, target, options: dict) -> None:
         module = stages[name](module, metadata)
 
 
+def _def_line(fn) -> int:
+    """The file line of `def` (the compiler counts lines from there; decorators come before it)."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return 1
+    return start + next((i for i, line in enumerate(lines) if line.lstrip().startswith("def ")), 0)
+
+
 def _message(exc: BaseException, jit, arch: int) -> str:
     text = str(exc).strip()
     node = getattr(exc, "node", None)
     where = ""
     if node is not None and getattr(node, "lineno", None) is not None:
-        start = getattr(jit, "def_file_line_number", None) or getattr(jit, "starting_line_number", 1)
-        where = f" (line {start + node.lineno - 1})"
+        where = f" (line {_def_line(jit.fn) + node.lineno - 1})"
     head = (f"this kernel runs in the interpreter but does not compile for a GPU (sm_{arch}){where}: "
             f"{type(exc).__name__}")
     return f"{jit.fn.__name__}: {head}\n{text[-1200:]}"

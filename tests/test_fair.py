@@ -45,8 +45,7 @@ def test_kernels_that_only_the_interpreter_runs_fail_on_the_cpu():
     lam, arange, solution = on
     assert lam.score == 0 and arange.score == 0 and solution.score == solution.max_score
     first = {t.name: t for t in lam.tests}["notebook"].message
-    assert "does not compile for a GPU (sm_90) (line 13): UnsupportedLanguageConstruct" in first
-    assert "Lambda" in first
+    assert "does not compile for a GPU (sm_90) (line 13): " in first and "Lambda" in first
     first = {t.name: t for t in arange.tests}["notebook"].message
-    assert "does not compile for a GPU (sm_90) (line 14): CompilationError" in first and "constexpr" in first
+    assert "does not compile for a GPU (sm_90) (line 14): " in first and "constexpr" in first
     assert all(r.score == r.max_score for r in off)
