@@ -31,8 +31,10 @@ def _type_of(value) -> str | None:
     """Triton's signature type of a runtime argument, or None for a value that Triton treats as a constant."""
     import torch
 
+    from grader.guards import dtype_name
+
     if isinstance(value, torch.Tensor):
-        return "*" + _TORCH_TYPES.get(str(value.dtype).removeprefix("torch."), "fp32")
+        return "*" + _TORCH_TYPES.get(dtype_name(value.dtype), "fp32")
     if isinstance(value, bool):
         return "i1"
     if isinstance(value, int):
@@ -52,6 +54,7 @@ class CompileCheck:
         must see the real libdevice functions."""
         self.cache: dict[tuple, str | None] = {}
         self._jit: dict = {}
+        """Python function -> its JITFunction (the launched kernels and the jit functions they call)."""
         try:  # imported in the interpreter's mode, as the rest of triton was (gluon asserts it at import)
             import triton.compiler.code_generator  # noqa: F401
         except Exception:  # noqa: BLE001, S110 - the first check reports it
@@ -61,9 +64,7 @@ class CompileCheck:
 
     def check(self, fn, args: tuple, kwargs: dict) -> str | None:
         try:
-            from triton.runtime.jit import JITFunction
-
-            jit = JITFunction(fn)
+            jit = self._jit_of(fn)
             sig, consts, key = {}, {}, [fn.__module__, fn.__qualname__, jit.src]
             names = [p.name for p in jit.params]
             values = dict(zip(names, args))
@@ -99,7 +100,6 @@ class CompileCheck:
         in their place, the real libdevice functions (the worker patched the rounding ones), TRITON_INTERPRET off
         (the code generator reads it), and afterwards every attribute of the language's objects as it was."""
         from triton.runtime.interpreter import InterpretedFunction
-        from triton.runtime.jit import JITFunction
 
         holders = [h for h, _ in _PRISTINE]
         snapshot = [(h, dict(vars(h))) for h in holders]
@@ -113,9 +113,7 @@ class CompileCheck:
             items = space.items() if isinstance(space, dict) else list(vars(space).items())
             for name, value in list(items):
                 if isinstance(value, InterpretedFunction):
-                    if value.fn not in self._jit:
-                        self._jit[value.fn] = JITFunction(value.fn)
-                    swaps.append((space, name, self._jit[value.fn]))
+                    swaps.append((space, name, self._jit_of(value.fn)))
         undo = []
         interpret = os.environ.get("TRITON_INTERPRET")
         try:
@@ -145,6 +143,14 @@ class CompileCheck:
                             setattr(holder, name, attrs[name])
                         else:
                             delattr(holder, name)
+
+    def _jit_of(self, fn):
+        """The JITFunction of a Python function, made once per worker (it reads and parses the source)."""
+        if fn not in self._jit:
+            from triton.runtime.jit import JITFunction
+
+            self._jit[fn] = JITFunction(fn)
+        return self._jit[fn]
 
     def _note(self, text: str) -> None:
         if len(self.internal) < 5:
