@@ -555,6 +555,10 @@ class CourseConfig:
     gpu_compile: bool = True
     """On the CPU interpreter, also compile every launched kernel for CUDA targets (sm_90, sm_80) and fail a case
     whose kernel would not compile for a GPU (grader/gpu_compile.py)."""
+    bounds: bool = True
+    """On the CPU interpreter, check every address a kernel loads, stores or updates against the tensors of its
+    launch, and fail a case that touches memory outside them, even when the value read is never used
+    (grader/bounds.py)."""
     always_allowed_imports: list[str] = field(default_factory=list)
     homeworks: dict[str, Homework] = field(default_factory=dict)
 
@@ -655,6 +659,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
         results_dir=str(grading.get("results_dir", "results")),
         sandbox=_sandbox(grading.get("sandbox"), where),
         gpu_compile=_flag(grading, "gpu_compile", True, where),
+        bounds=_flag(grading, "bounds", True, where),
         always_allowed_imports=[str(m) for m in data.get("always_allowed_imports") or []],
         homeworks=homeworks,
     )

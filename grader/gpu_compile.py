@@ -18,6 +18,8 @@ import inspect
 import os
 import sys
 
+from grader.interpreter import PRISTINE as _PRISTINE
+
 _MISSING = object()
 TARGETS = (("cuda", 90, 32), ("cuda", 80, 32))
 """(backend, compute capability, warp size): an H100 and an A100."""
@@ -175,18 +177,6 @@ class CompileCheck:
                 self._note(f"gpu compile check skipped for sm_{arch}: {type(exc).__name__}: {exc}")
                 return None
         return None
-
-
-def _language_holders() -> list:
-    import triton.language as tl
-
-    names = ("core", "math", "standard", "tensor", "dtype", "condition")
-    found = [tl, *(getattr(tl, n, None) for n in names), getattr(tl.core, "tensor_descriptor_base", None)]
-    return list({id(h): h for h in found if h is not None}.values())
-
-
-_PRISTINE = [(h, dict(vars(h))) for h in _language_holders()]
-"""triton.language's objects as imported (the fork server imports this module before any kernel runs)."""
 
 
 def _front_end(src, target, options: dict) -> None:

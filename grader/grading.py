@@ -73,12 +73,19 @@ class Prepared:
         """The cases with their inputs (written to `inputs_path` for the workers); `expected` not yet filled."""
         if task.id not in self._cases:
             oracle = self._oracle(task)
-            data = []
+            data, audit = [], []
             for case in task.cases:
                 args, kwargs = oracle.generate_input(**case.params_for(self.device))
                 data.append(judge.CaseData(case.id, list(args), dict(kwargs), ()))
+                # On CUDA, the address check (grader/bounds.py) runs the kernels in the interpreter, on the inputs
+                # the CPU grades: the case's own where it has no `cpu:` sizes, else those (None: the same).
+                audit.append(None)
+                if self.device == "cuda" and case.params_for("cpu") != case.params_for("cuda"):
+                    a_args, a_kwargs = oracle.generate_input(**case.params_for("cpu"))
+                    audit[-1] = {"args": list(a_args), "kwargs": dict(a_kwargs)}
             self._cases[task.id] = data
-            torch.save([{"id": c.id, "args": c.args, "kwargs": c.kwargs} for c in data], self.inputs_path(task))
+            torch.save([{"id": c.id, "args": c.args, "kwargs": c.kwargs, **({"audit": a} if a else {})}
+                        for c, a in zip(data, audit)], self.inputs_path(task))
         return self._cases[task.id]
 
     def answer(self, task: TaskSpec) -> None:
@@ -482,13 +489,18 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                            key=lambda s: -shard_cost(contexts[s[0]][2].cases, s[2], specialize[s[0]]))
             for n, k, indices in order:
                 job, jobdir, _ = contexts[n]
+                timeout_s = job.task.timeout_s.get(device) or cfg.timeout_s[device]
+                stall_s = cfg.stall_s.get(device, 0.0)
+                if device == "cuda" and cfg.bounds:  # the address check interprets the CPU's cases as well
+                    timeout_s += job.task.timeout_s.get("cpu") or cfg.timeout_s["cpu"]
+                    stall_s = max(stall_s, cfg.stall_s.get("cpu", 0.0))
                 spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
-                               prepared.inputs_path(job.task),
-                               job.task.timeout_s.get(device) or cfg.timeout_s[device], benchmark_autotune,
+                               prepared.inputs_path(job.task), timeout_s, benchmark_autotune,
                                gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None,
                                fork_server=cfg.fork_server, specialize=specialize[n],
-                               launch=launch_job(job.task), stall_s=cfg.stall_s.get(device, 0.0),
-                               sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile)
+                               launch=launch_job(job.task), stall_s=stall_s,
+                               sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile,
+                               bounds=cfg.bounds)
                 futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
                 pending[n] += 1
                 if k:
@@ -548,7 +560,7 @@ def warm_shared_cache(tasks: list[TaskSpec], device: str, cfg: CourseConfig, pre
         jobdir.mkdir()
         spec = JobSpec(solution, task.entry, list(task.kernels), device, prepared.inputs_path(task),
                        task.timeout_s.get(device) or cfg.timeout_s[device], fork_server=cfg.fork_server,
-                       specialize=specialize, launch=launch_job(task), warm=True)
+                       specialize=specialize, launch=launch_job(task), warm=True, bounds=False)
         pool.submit(run_shard, jobdir, 0, spec, sorted(first.values()))
 
 

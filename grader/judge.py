@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from grader import guards, torch_ops
+from grader import bounds, guards, torch_ops
 from grader.config import OutputSpec, TaskSpec
 from grader.runner import WorkerRun
 
@@ -310,6 +310,12 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
                              if isinstance(launch, dict)):
         if msg is not None:
             problems.append(msg if isinstance(msg, str) else "the worker's launch record is garbled")
+    # On the interpreter: every address each kernel touched, against the tensors of its launch (grader/bounds.py).
+    found = run.get("bounds") or []
+    if not isinstance(found, list) or not all(isinstance(f, dict) for f in found):
+        problems.append("the worker's record of out-of-bounds accesses is garbled")
+    else:
+        problems.extend(f"out of bounds: {bounds.describe(f)}" for f in found)
     if len(outputs) != len(task.outputs):
         want = ", ".join(o.name for o in task.outputs)
         return [f"returned {len(outputs)} value(s) ({run.get('returned')}); expected {len(task.outputs)}: ({want})"]

@@ -87,6 +87,8 @@ class JobSpec:
     """The worker's sandbox (grader/sandbox.py): {"limits": {...}}, or None for none (config: grading.sandbox)."""
     gpu_compile: bool = True
     """On the interpreter, also compile every launch for CUDA targets (grader/gpu_compile.py)."""
+    bounds: bool = True
+    """On the interpreter, check every address a kernel touches against its launch's tensors (grader/bounds.py)."""
     warm: bool = False
     """A warm-up run of a staff solution (trusted, not sandboxed): one config per case, compiling into the shared
     Triton cache what the sandboxed workers of that task may then read (grader/tritoncache.py)."""
@@ -135,7 +137,8 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
            "benchmark_autotune": spec.benchmark_autotune, "specialize": spec.specialize, "launch": spec.launch,
            "perf": spec.perf,
            "sandbox": {**spec.sandbox, "timeout_s": spec.timeout_s} if spec.sandbox is not None else None,
-           "warm": spec.warm, "gpu_compile": spec.gpu_compile}
+           "warm": spec.warm, "gpu_compile": spec.gpu_compile,
+           "bounds": spec.bounds}
     (jobdir / f"job-{run_id}.json").write_text(json.dumps(job))
     timeout_s = spec.timeout_s
     env = spec_env(spec)

@@ -35,7 +35,9 @@ import torch
 
 from grader import guards, sandbox
 from grader.audit import OpAudit
+from grader.bounds import BoundsAudit
 from grader.gpu_compile import CompileCheck
+from grader.interpreter import interpreted, patch_interpreter_libdevice, patch_interpreter_scalars
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -130,78 +132,6 @@ class Instruments:
 
     def reset(self) -> None:
         self.launches, self.allocs = [], []
-
-
-def patch_interpreter_libdevice() -> dict:
-    """Give the interpreter the libdevice rounding functions, which it otherwise returns None for. Returns the
-    originals ({(module, name): function}), which the GPU compile check puts back while it compiles."""
-    import numpy as np
-    import triton.language as tl
-    from triton.runtime import interpreter
-
-    np_dtype = getattr(interpreter, "_get_np_dtype", None) or (lambda dt: np.dtype(_NP_NAMES[str(dt)]))
-
-    def unary(np_fn, out=None):
-        def fn(arg0, *args, **kwargs):
-            dt = out or arg0.dtype
-            data = np.asarray(np_fn(arg0.handle.data)).astype(np_dtype(dt))
-            ty = tl.block_type(dt, arg0.type.shape) if arg0.type.is_block() else dt
-            return tl.tensor(interpreter.TensorHandle(data, dt), ty)
-
-        return fn
-
-    def away(x):  # round half away from zero (libdevice round)
-        return np.sign(x) * np.floor(np.abs(x) + 0.5)
-
-    table = {
-        "rint": unary(np.rint), "nearbyint": unary(np.rint), "round": unary(away), "trunc": unary(np.trunc),
-        "floor": unary(np.floor), "ceil": unary(np.ceil), "llrint": unary(np.rint, tl.int64),
-        "llround": unary(away, tl.int64), "float2int_rn": unary(np.rint, tl.int32),
-    }
-    import importlib
-
-    originals = {}
-    for modname in ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice"):
-        try:
-            mod = importlib.import_module(modname)
-        except ImportError:
-            continue
-        for name, fn in table.items():
-            if hasattr(mod, name):
-                originals.setdefault((mod, name), getattr(mod, name))
-            setattr(mod, name, fn)
-    return originals
-
-
-def patch_interpreter_scalars() -> None:
-    """Let a scalar argument serve as an index (`range(0, n, BLOCK)`) whatever NumPy's version. The interpreter
-    holds a scalar as a one-element array; triton 3.6 turns it into an int with `int(array)`, which NumPy 2.5
-    refuses for arrays of one dimension ("only 0-dimensional arrays can be converted"), so every kernel that
-    loops to a runtime bound failed on the CPU there. Triton 3.9 squeezes the array first, as this does."""
-    from triton.runtime import interpreter
-
-    original = getattr(interpreter, "_patch_lang_tensor", None)
-    if original is None or getattr(original, "_grader_patched", False):
-        return
-
-    def index(self):
-        return int(self.handle.data.reshape(-1)[0]) if self.handle.data.size == 1 else int(self.handle.data)
-
-    def patched(tensor, *args, **kwargs):
-        result = original(tensor, *args, **kwargs)
-        scope = next((a for a in args if hasattr(a, "set_attr")), None)
-        if scope is not None:
-            scope.set_attr(tensor, "__index__", index)
-        else:
-            tensor.__index__ = index
-        return result
-
-    patched._grader_patched = True
-    interpreter._patch_lang_tensor = patched
-
-
-_NP_NAMES = {"fp16": "float16", "fp32": "float32", "fp64": "float64", "int8": "int8", "int16": "int16",
-             "int32": "int32", "int64": "int64", "uint8": "uint8", "int1": "bool"}
 
 
 # ------------------------------------------------------------------------------------------- the submission
@@ -334,8 +264,9 @@ def kernel_params(kernel) -> set[str] | None:
 
 
 def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, config_index: int,
-             audit: OpAudit | None = None) -> dict:
-    """One call of the entry on fresh guarded inputs, under one forced autotune config."""
+             audit: OpAudit | None = None, bounds: BoundsAudit | None = None, view=None) -> dict:
+    """One call of the entry on fresh guarded inputs, under one forced autotune config (`view`: a context the
+    call runs in, such as `interpreter.interpreted`)."""
     record: dict = {"config_index": config_index, "configs": {}, "error": None}
     for tuner, configs in tuners:
         chosen = configs[min(config_index, len(configs) - 1)]
@@ -357,6 +288,8 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     kwargs = {k: place(v) for k, v in case["kwargs"].items()}
 
     inst.reset()
+    if bounds:
+        bounds.take()  # nothing from before this call counts against it
     if n_out:
         args += entry.outputs(case["args"][len(case["args"]) - n_out:], device, inst)
     start = time.perf_counter()
@@ -365,7 +298,7 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     window = audit.window({buf.untyped_storage().data_ptr() for buf, _, _ in inputs}) if audit \
         else contextlib.nullcontext()
     try:
-        with window:
+        with window, (view() if view else contextlib.nullcontext()):
             result = entry(*args, **kwargs)
         if device == "cuda":
             torch.cuda.synchronize()
@@ -402,7 +335,26 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     record["allocs"] = [{**guards.guard_record(buf, view, off), "base": buf.data_ptr(),
                          "nbytes": buf.numel() * buf.element_size()} for buf, view, off in inst.allocs]
     record["launches"] = list(inst.launches)
+    if bounds:
+        record["bounds"] = bounds.take()
     return record
+
+
+def interpret_runs(entry, case: dict, module, inst: Instruments, tuners: list, runs: list[dict],
+                   bounds: BoundsAudit) -> None:
+    """On CUDA: each run's call again, its kernels in Triton's interpreter, on the inputs the CPU would grade
+    (`case["audit"]`, or the case's own), so that grader/bounds.py checks every address as it does on the CPU;
+    its findings become the run's `bounds`. A call the interpreter cannot run is noted for staff (`bounds_note`)
+    and costs nothing: CUDA's own verdict stands."""
+    probe_case = {"id": case["id"], **(case.get("audit") or {"args": case["args"], "kwargs": case["kwargs"]})}
+    holders = [(entry, "kernel")] if isinstance(entry, Launcher) else []
+    for c, record in enumerate(runs):
+        probe = run_case(entry, probe_case, "cuda", inst, tuners, record.get("config_index", c), None, bounds,
+                         view=lambda: interpreted(module, holders))
+        record["bounds"] = probe.get("bounds") or []
+        if probe.get("error"):
+            record["bounds_note"] = f"the interpreter could not run this call: {str(probe['error'])[:300]}"
+            print(f"  {case['id']} (config {c}): address check skipped: {record['bounds_note']}", flush=True)
 
 
 def share_outputs(runs: list[dict]) -> None:
@@ -653,6 +605,10 @@ def main(jobdir: Path, run_id: str) -> int:
         inst.path = path
         if device == "cpu" and job.get("gpu_compile", True):
             inst.gpu_check = CompileCheck(originals)
+        bounds = None
+        if job.get("bounds", True) and not job.get("warm"):
+            bounds = BoundsAudit(path)
+            bounds.install()
         os.environ.update((job.get("launch") or {}).get("env") or {})
         with audit.window():
             module = _load_module("submission", path)
@@ -683,12 +639,16 @@ def main(jobdir: Path, run_id: str) -> int:
         if job.get("benchmark_autotune"):
             naive_call(entry, case, device)
         for c in range(n_runs):
-            record = run_case(entry, case, device, inst, tuners, c, audit)
+            record = run_case(entry, case, device, inst, tuners, c, audit, bounds)
             runs.append(record)
             # progress, for the runner's stall limit (grading.stall_s): one more run of this case is done
             _write_json(status, {"case": case["id"], "index": i, "runs": c + 1, "started": time.time()})
             if record.get("fatal"):
                 break
+        if device == "cuda" and bounds is not None and not any(r.get("fatal") for r in runs):
+            interpret_runs(entry, case, module, inst, tuners, runs, bounds)
+            _write_json(status, {"case": case["id"], "index": i, "runs": len(runs), "audited": True,
+                                 "started": time.time()})
         t_save = time.perf_counter()
         share_outputs(runs)
         _save(jobdir / f"case-{i}.pt", {"id": case["id"], "runs": runs})

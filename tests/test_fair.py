@@ -49,3 +49,29 @@ def test_kernels_that_only_the_interpreter_runs_fail_on_the_cpu():
     first = {t.name: t for t in arange.tests}["notebook"].message
     assert "does not compile for a GPU (sm_90) (line 14): " in first and "constexpr" in first
     assert all(r.score == r.max_score for r in off)
+
+
+P2 = ROOT / "tasks" / "puzzle02_constant_add_block"
+
+
+def test_stray_loads_fail_on_the_interpreter_even_when_unused(tmp_path):
+    """A load past x whose lanes are never stored leaves every value right: only the address check sees it (off,
+    the file earns full marks). A wild pointer is reported, and masked off rather than dereferenced."""
+    wild = tmp_path / "wild.py"
+    wild.write_text((P2 / "solution.py").read_text().replace(
+        "x = tl.load(x_ptr + idx, mask=inside)", "x = tl.load(x_ptr + idx + (1 << 40), mask=inside)"))
+    cfg = load_config()
+    task = load_task(P2)
+    jobs = [Job(task, P2 / "wrong" / "load_unmasked.py", "stray"), Job(task, P2 / "solution.py", "solution"),
+            Job(task, wild, "wild")]
+    stray, solution, wild_result = grade_jobs(jobs, cfg, "cpu", workers=2)
+    assert solution.score == solution.max_score
+    by_name = {t.name: t for t in stray.tests}
+    assert {n for n, t in by_name.items() if t.outcome == "failed"} == {"notebook", "n1000_b128", "n5_b16"}
+    assert ("add_mask2_kernel (line 13): tl.load read 11 element(s) past the end of x_ptr (5 float32 elements, "
+            "offsets 0..4): offsets 5..15") in by_name["n5_b16"].message
+    off = grade_jobs(jobs[:1], dataclasses.replace(cfg, bounds=False), "cpu", workers=1)[0]
+    assert off.score == off.max_score
+    message = {t.name: t for t in wild_result.tests}["n32_b32"].message
+    assert "tl.load read 32 address(es) outside every tensor the kernel was given" in message
+    assert "worker" not in message  # reported by the check, not a crash

@@ -1,0 +1,228 @@
+"""On the interpreter: is every address a kernel touches inside a buffer of its launch?
+
+Guard bands (grader/guards.py) see a stray *write* on every device and a stray *read* whose value reaches an output
+(it brings poison). A read past a tensor whose value is then thrown away (an unmasked load of the last block, with
+only the store masked) leaves no trace in any output, yet on a GPU it reads memory that is not the tensor's, and
+can fault where that memory is not mapped. The interpreter executes each `tl.load`, `tl.store` and atomic as NumPy
+on the real addresses, so here every address is checked against the tensors the launch was given: a lane that is
+masked off is not an access; any other lane must fall inside one of those tensors' extents (first element to
+last, so the gaps of a strided view count as inside).
+
+Each out-of-bounds access is recorded with the kernel, the operation, the submission's line, the nearest tensor
+argument, the side (before its first element or past its last) and the element offsets relative to that tensor;
+the judge fails the case with it. Lanes that fall outside every storage the launch can reach (not even in a guard
+band) are masked off before NumPy dereferences them, so a wild pointer is reported instead of crashing the
+worker; lanes inside guard bands go ahead, so the values (poison) are what a GPU would read.
+
+Installed by the worker on the CPU only (config `grading.bounds`); a CUDA kernel's addresses are not visible.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+MAX_FINDINGS = 8
+"""Distinct findings (kernel, operation, line, tensor, side) kept per case; further ones only add to a count."""
+SHOW = 6
+"""Element offsets named per finding (the lowest and highest are always given)."""
+MAX_DISTINCT = 1 << 16
+"""Distinct elements counted per finding; past it, the count is a lower bound."""
+"""Element offsets named per finding (the lowest and highest are always given)."""
+
+
+class _Region:
+    __slots__ = ("name", "lo", "hi", "store_lo", "store_hi", "itemsize", "numel", "dtype")
+
+    def __init__(self, name: str, t) -> None:
+        from grader.guards import dtype_name, span
+
+        self.name, self.itemsize, self.dtype = name, t.element_size(), dtype_name(t.dtype)
+        lowest = sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if st < 0 and n > 0)
+        extent = span(tuple(t.shape), tuple(abs(s) for s in t.stride()))
+        self.lo = t.data_ptr() + lowest * self.itemsize
+        self.hi = self.lo + extent * self.itemsize
+        self.numel = extent
+        storage = t.untyped_storage()
+        self.store_lo, self.store_hi = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def _tensors(name: str, value):
+    """(name, tensor) for a launch argument: a tensor, a tensor descriptor's base, or the tensors in a tuple."""
+    if hasattr(value, "data_ptr") and hasattr(value, "untyped_storage"):
+        yield name, value
+    elif isinstance(value, tuple):
+        for i, item in enumerate(value):
+            yield from _tensors(f"{name}[{i}]", item)
+    elif hasattr(value, "base") and hasattr(value, "block_shape"):  # TensorDescriptor
+        yield from _tensors(name, value.base)
+
+
+class BoundsAudit:
+    """One per worker. `install()` patches the interpreter; `take()` returns (and clears) what was found since."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.regions: list[_Region] = []
+        self.kernel = ""
+        self.findings: dict[tuple, dict] = {}
+        self._distinct: dict[tuple, set[int]] = {}
+        self.more = 0
+
+    # --- the launch: which tensors it may touch -------------------------------------------------------------
+    def begin(self, executor, args_hst, kwargs_hst) -> None:
+        names = list(getattr(executor, "arg_names", None) or [])
+        pairs = [(names[i] if i < len(names) else f"argument {i}", a) for i, a in enumerate(args_hst)]
+        pairs += list(kwargs_hst.items())
+        self.regions = [_Region(n, t) for name, value in pairs for n, t in _tensors(name, value)
+                        if t.device.type == "cpu" and t.numel() > 0]
+        self.kernel = getattr(getattr(executor, "fn", None), "__name__", "kernel")
+
+    # --- each memory operation ------------------------------------------------------------------------------
+    def _line(self) -> int | None:
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename == self.path:
+                return frame.f_lineno
+            frame = frame.f_back
+        return None
+
+    def check(self, op: str, ptrs, mask) -> np.ndarray | None:
+        """Record the lanes of `ptrs` (a TensorHandle of addresses) that are on (`mask`, or all) and outside every
+        tensor of the launch. Returns a mask with wild lanes (outside every storage) turned off, or None if
+        nothing needs to change."""
+        addrs = np.asarray(ptrs.data)
+        if addrs.dtype.kind not in "ui" or addrs.size == 0:
+            return None
+        on = np.ones(addrs.shape, dtype=bool) if mask is None else np.broadcast_to(np.asarray(mask.data, bool),
+                                                                                  addrs.shape)
+        try:
+            itemsize = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+        except Exception:  # noqa: BLE001 - an odd pointer type: check the first byte only
+            itemsize = 1
+        a = addrs.astype(np.uint64, copy=False)
+        inside = np.zeros(a.shape, dtype=bool)
+        for r in self.regions:
+            inside |= (a >= np.uint64(r.lo)) & (a + np.uint64(itemsize) <= np.uint64(r.hi))
+        stray = on & ~inside
+        if not stray.any():
+            return None
+        reachable = np.zeros(a.shape, dtype=bool)
+        for r in self.regions:
+            reachable |= (a >= np.uint64(r.store_lo)) & (a + np.uint64(itemsize) <= np.uint64(r.store_hi))
+        wild = stray & ~reachable
+        self._record(op, a[stray & reachable], int(wild.sum()), itemsize)
+        return (on & ~wild) if wild.any() else None
+
+    def _record(self, op: str, stray: np.ndarray, wild: int, itemsize: int) -> None:
+        """`stray`: addresses in a storage the launch reaches (a guard band) but outside its tensors, each told
+        against the tensor it is nearest to; `wild`: how many lanes were outside all of that."""
+        line = self._line()
+        if wild:
+            key = (self.kernel, op, line, None, "outside")
+            if key in self.findings or len(self.findings) < MAX_FINDINGS:
+                entry = self.findings.setdefault(key, {"kernel": self.kernel, "op": op, "line": line,
+                                                       "buffer": None, "side": "outside", "count": 0})
+                entry["count"] += wild
+            else:
+                self.more += wild
+        if not stray.size:
+            return
+        dist = np.stack([np.where(stray < np.uint64(r.lo), np.uint64(r.lo) - stray,
+                                  stray + np.uint64(itemsize) - np.uint64(r.hi)) for r in self.regions])
+        owner = dist.argmin(axis=0)
+        for k in np.unique(owner):
+            addrs = stray[owner == k]
+            r = self.regions[int(k)]
+            offsets = (addrs.astype(np.int64) - np.int64(r.lo)) // r.itemsize
+            for side, sel in (("before", offsets < 0), ("after", offsets >= 0)):
+                if not sel.any():
+                    continue
+                key = (self.kernel, op, line, r.name, side)
+                entry = self.findings.get(key)
+                if entry is None:
+                    if len(self.findings) >= MAX_FINDINGS:
+                        self.more += int(sel.sum())
+                        continue
+                    entry = self.findings[key] = {"kernel": self.kernel, "op": op, "line": line, "buffer": r.name,
+                                                  "side": side, "numel": r.numel, "dtype": r.dtype, "count": 0,
+                                                  "offsets": []}
+                distinct = self._distinct.setdefault(key, set())
+                if len(distinct) < MAX_DISTINCT:  # the elements, each counted once however many lanes hit it
+                    distinct.update(int(o) for o in np.unique(offsets[sel]))
+                entry["count"] = len(distinct)
+                seen = sorted(set(entry["offsets"]) | {int(o) for o in np.unique(offsets[sel])[:SHOW]}
+                              | {int(offsets[sel].min()), int(offsets[sel].max())})
+                entry["offsets"] = seen if len(seen) <= SHOW + 2 else seen[:SHOW] + [seen[-1]]
+
+    def take(self) -> list[dict]:
+        """The findings since the last call, in the order first seen; the count of those left out is in the last
+        one's `more`."""
+        found = list(self.findings.values())
+        if found and self.more:
+            found[-1] = {**found[-1], "more": self.more}
+        self.findings, self._distinct, self.more = {}, {}, 0
+        return found
+
+    # --- the patches ----------------------------------------------------------------------------------------
+    def install(self) -> None:
+        """Patch the interpreter (triton 3.6 and 3.9: every load, store and atomic goes through these four
+        methods of its builder, and every launch copies its arguments through `_init_args_hst`)."""
+        from triton.runtime import interpreter
+
+        audit = self
+        builder = type(interpreter.interpreter_builder)
+        executor = interpreter.GridExecutor
+        init_args = executor._init_args_hst
+
+        def _init_args_hst(self, args_dev, kwargs):
+            args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
+            audit.begin(self, args_hst, kwargs_hst)
+            return args_hst, kwargs_hst
+
+        executor._init_args_hst = _init_args_hst
+
+        def guarded(name: str, op: str, ptr_at: int, mask_at: int | None):
+            orig = getattr(builder, name)
+            handle_type = interpreter.TensorHandle
+
+            def method(self, *args):
+                mask = args[mask_at] if mask_at is not None else None
+                narrowed = audit.check(op, args[ptr_at], mask)
+                if narrowed is not None:
+                    if mask_at is None:  # atomic_cas has no mask: a wild lane cannot be turned off
+                        raise MemoryError(f"{op}: an address outside every tensor of the launch")
+                    args = list(args)
+                    args[mask_at] = handle_type(narrowed, mask.dtype)
+                return orig(self, *args)
+
+            setattr(builder, name, method)
+
+        guarded("create_masked_load", "tl.load", 0, 1)
+        guarded("create_masked_store", "tl.store", 0, 2)
+        guarded("create_atomic_rmw", "atomic", 1, 3)
+        guarded("create_atomic_cas", "atomic_cas", 0, None)
+
+
+def describe(finding: dict) -> str:
+    """A finding as the student reads it."""
+    where = f"{finding.get('kernel', 'kernel')}" + (f" (line {finding['line']})" if finding.get("line") else "")
+    op, count = finding.get("op", "an access"), int(finding.get("count", 0))
+    verb = {"tl.load": "read", "tl.store": "wrote", "atomic": "updated", "atomic_cas": "updated"}.get(op, "touched")
+    if finding.get("buffer") is None:
+        text = f"{where}: {op} {verb} {count} address(es) outside every tensor the kernel was given"
+    else:
+        offsets = sorted(int(o) for o in finding.get("offsets") or [])
+        if offsets and count == offsets[-1] - offsets[0] + 1:
+            shown = f"{offsets[0]}..{offsets[-1]}"  # every offset between the lowest and the highest
+        else:
+            shown = ", ".join(str(o) for o in offsets[:-1]) + (", ..., " if count > len(offsets) else ", ") \
+                + str(offsets[-1]) if len(offsets) > 1 else "".join(str(o) for o in offsets)
+        side = "before the first element of" if finding.get("side") == "before" else "past the end of"
+        size = int(finding.get("numel", 0))
+        text = (f"{where}: {op} {verb} {count} element(s) {side} {finding['buffer']} "
+                f"({size} {finding.get('dtype')} elements, offsets 0..{size - 1}): offsets {shown}")
+    more = int(finding.get("more", 0))
+    return text + (f" (and {more} more out-of-bounds access(es))" if more else "") + \
+        " (a missing or wrong mask? masked-off lanes are not accesses)"

@@ -1,0 +1,183 @@
+"""Triton's interpreter, made to run what students write for CUDA, and a view of a CUDA worker's kernels through it.
+
+- `patch_interpreter_libdevice`: the libdevice rounding functions (`rint`, `llrint`, `round`, ...), which the stock
+  interpreter returns None for.
+- `patch_interpreter_scalars`: a scalar argument as an index (`range(0, n, BLOCK)`) whatever NumPy's version.
+- `interpreted`: on CUDA, the submission's kernels swapped for interpreted ones for one call, so the address
+  check of grader/bounds.py sees what a GPU kernel would touch; everything is put back after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+
+
+def patch_interpreter_libdevice() -> dict:
+    """Give the interpreter the libdevice rounding functions, which it otherwise returns None for. Returns the
+    originals ({(module, name): function}), which the GPU compile check puts back while it compiles."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    np_dtype = getattr(interpreter, "_get_np_dtype", None) or (lambda dt: np.dtype(_NP_NAMES[str(dt)]))
+
+    def unary(np_fn, out=None):
+        def fn(arg0, *args, **kwargs):
+            dt = out or arg0.dtype
+            data = np.asarray(np_fn(arg0.handle.data)).astype(np_dtype(dt))
+            ty = tl.block_type(dt, arg0.type.shape) if arg0.type.is_block() else dt
+            return tl.tensor(interpreter.TensorHandle(data, dt), ty)
+
+        return fn
+
+    def away(x):  # round half away from zero (libdevice round)
+        return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+    table = {
+        "rint": unary(np.rint), "nearbyint": unary(np.rint), "round": unary(away), "trunc": unary(np.trunc),
+        "floor": unary(np.floor), "ceil": unary(np.ceil), "llrint": unary(np.rint, tl.int64),
+        "llround": unary(away, tl.int64), "float2int_rn": unary(np.rint, tl.int32),
+    }
+    import importlib
+
+    originals = {}
+    for modname in ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice"):
+        try:
+            mod = importlib.import_module(modname)
+        except ImportError:
+            continue
+        for name, fn in table.items():
+            if hasattr(mod, name):
+                originals.setdefault((mod, name), getattr(mod, name))
+            setattr(mod, name, fn)
+    return originals
+
+
+def patch_interpreter_scalars() -> None:
+    """Let a scalar argument serve as an index (`range(0, n, BLOCK)`) whatever NumPy's version. The interpreter
+    holds a scalar as a one-element array; triton 3.6 turns it into an int with `int(array)`, which NumPy 2.5
+    refuses for arrays of one dimension ("only 0-dimensional arrays can be converted"), so every kernel that
+    loops to a runtime bound failed on the CPU there. Triton 3.9 squeezes the array first, as this does."""
+    from triton.runtime import interpreter
+
+    original = getattr(interpreter, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "_grader_patched", False):
+        return
+
+    def index(self):
+        return int(self.handle.data.reshape(-1)[0]) if self.handle.data.size == 1 else int(self.handle.data)
+
+    def patched(tensor, *args, **kwargs):
+        result = original(tensor, *args, **kwargs)
+        scope = next((a for a in args if hasattr(a, "set_attr")), None)
+        if scope is not None:
+            scope.set_attr(tensor, "__index__", index)
+        else:
+            tensor.__index__ = index
+        return result
+
+    patched._grader_patched = True
+    interpreter._patch_lang_tensor = patched
+
+
+_NP_NAMES = {"fp16": "float16", "fp32": "float32", "fp64": "float64", "int8": "int8", "int16": "int16",
+             "int32": "int32", "int64": "int64", "uint8": "uint8", "int1": "bool"}
+
+
+# ------------------------------------------------------------------------------------------- the language as imported
+
+
+def _language_holders() -> list:
+    import triton.language as tl
+
+    names = ("core", "math", "standard", "tensor", "dtype", "condition")
+    found = [tl, *(getattr(tl, n, None) for n in names), getattr(tl.core, "tensor_descriptor_base", None)]
+    return list({id(h): h for h in found if h is not None}.values())
+
+
+PRISTINE = [(h, dict(vars(h))) for h in _language_holders()]
+"""triton.language's objects as imported (the fork server imports this module before any kernel runs)."""
+
+
+def restore_language(snapshot: list | None = None) -> None:
+    """Every attribute of triton.language's objects back to `snapshot` (default: as imported)."""
+    for holder, attrs in snapshot or PRISTINE:
+        for name, value in list(vars(holder).items()):
+            if attrs.get(name, _MISSING) is not value:
+                if name in attrs:
+                    setattr(holder, name, attrs[name])
+                else:
+                    delattr(holder, name)
+        for name, value in attrs.items():
+            if name not in vars(holder):
+                setattr(holder, name, value)
+
+
+_MISSING = object()
+
+
+# ------------------------------------------------------------------------------------------- CUDA kernels, interpreted
+
+
+def _chain(obj) -> list:
+    """An autotuner, the heuristics under it, the kernel under those: each link holds the next as `.fn`."""
+    chain = []
+    while obj is not None and len(chain) < 8:
+        chain.append(obj)
+        obj = getattr(obj, "fn", None)
+    return chain
+
+
+@contextlib.contextmanager
+def interpreted(module, holders: list[tuple[object, str]] = ()):
+    """For one call on a CUDA worker: every `@triton.jit` function of `module` (bare, or under an autotuner or
+    heuristics), of triton.language (tl.sum, tl.max... are jit functions too) and of the `holders` ((object,
+    attribute) pairs, such as a harness's kernel) is swapped for an InterpretedFunction of the same Python
+    function, and the interpreter's libdevice patches are on. Triton runs an InterpretedFunction on CUDA tensors
+    by copying their storages to the host and back. Afterwards the JITFunctions, libdevice and triton.language
+    are as they were (the interpreter leaves patches on the language)."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    made: dict = {}
+
+    def interp(jit):
+        if jit not in made:
+            made[jit] = InterpretedFunction(jit.fn)
+        return made[jit]
+
+    swaps: list[tuple[object, str, object]] = []
+    for space in [vars(module), *(vars(h) for h, _ in PRISTINE if inspect.ismodule(h))]:
+        for name, value in list(space.items()):
+            if isinstance(value, JITFunction):
+                swaps.append((space, name, interp(value)))
+            elif space is vars(module) and not isinstance(value, type):
+                swaps += [(link, "fn", interp(link.fn)) for link in _chain(value)[:-1]
+                          if isinstance(getattr(link, "fn", None), JITFunction)]
+    for obj, attr in holders:
+        value = getattr(obj, attr, None)
+        if isinstance(value, JITFunction):
+            swaps.append((obj, attr, interp(value)))
+    undo = []
+    originals = {}
+    try:
+        for space, name, value in swaps:
+            if isinstance(space, dict):
+                undo.append((space, name, space[name]))
+                space[name] = value
+            else:
+                undo.append((space, name, getattr(space, name)))
+                setattr(space, name, value)
+        originals = patch_interpreter_libdevice()
+        patch_interpreter_scalars()
+        yield
+    finally:
+        for (mod, name), fn in originals.items():
+            setattr(mod, name, fn)
+        for space, name, value in reversed(undo):
+            if isinstance(space, dict):
+                space[name] = value
+            else:
+                setattr(space, name, value)
+        restore_language()
