@@ -140,6 +140,10 @@ def interpreted(module, holders: list[tuple[object, str]] = ()):
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
+    try:  # imported lazily by the interpreter's first launch (triton 3.9), it asserts tl's jit functions are JIT
+        import triton.experimental.gluon  # noqa: F401
+    except Exception:  # noqa: BLE001, S110 - absent in older triton
+        pass
     made: dict = {}
 
     def interp(jit):
