@@ -10,14 +10,17 @@ from reference._common import randn
 def generate_input(n_rows: int, n_cols: int, dtype: str, seed: int, scale: float = 1.0,
                    pattern: str = "normal") -> tuple[list, dict]:
     """An (n_rows, n_cols) matrix of normal values times scale; pattern ``negative`` makes every value -|x| (each
-    row's absmax then comes from its most negative element), ``normal`` (the default) keeps them as drawn."""
+    row's absmax then comes from its most negative element), ``zero_rows`` sets every third row (0, 3, 6, ...) to
+    zeros, ``normal`` (the default) keeps them as drawn."""
     x = randn([n_rows, n_cols], dtype, seed, scale)
     if pattern == "negative":
         x = -x.abs()
+    elif pattern == "zero_rows":
+        x[::3] = 0
     elif pattern != "normal":
         raise ValueError(f"unknown pattern {pattern!r}")
-    # The spec leaves all-zero rows undefined (0 / 0); make sure no case contains one.
-    assert bool((x != 0).any(dim=1).all()), "generated input has an all-zero row; pick another seed"
+    if pattern != "zero_rows":  # only that pattern has rows of zeros
+        assert bool((x != 0).any(dim=1).all()), "generated input has an all-zero row; pick another seed"
     return [x], {}
 
 
@@ -25,4 +28,5 @@ def ref_kernel(args: list, kwargs: dict) -> tuple[torch.Tensor, torch.Tensor]:
     (x,) = args
     row_absmax = x.abs().amax(dim=1)  # exact, in the input dtype
     real_q = 127.0 * x.double() / row_absmax.double()[:, None]  # the value before rounding; the judge rounds
+    real_q[row_absmax == 0] = 0.0  # a row of zeros: codes 0 (the statement defines it; 0 / 0 would be NaN)
     return real_q, row_absmax.to(torch.float16)
