@@ -100,14 +100,16 @@ PRISTINE = [(h, dict(vars(h))) for h in _language_holders()]
 """triton.language's objects as imported (the fork server imports this module before any kernel runs)."""
 
 
-def restore_language(snapshot: list | None = None) -> None:
-    """Every attribute of triton.language's objects back to `snapshot` (default: as imported)."""
+def restore_language(snapshot: list | None = None, drop_added: bool = True) -> None:
+    """Every attribute of triton.language's objects back to `snapshot` (default: as imported). `drop_added`:
+    also remove names added since; the interpreter adds its own globals to the namespaces of the functions it
+    rewrites (tl.standard's among them) once, and its rewritten functions need them from then on."""
     for holder, attrs in snapshot or PRISTINE:
         for name, value in list(vars(holder).items()):
             if attrs.get(name, _MISSING) is not value:
                 if name in attrs:
                     setattr(holder, name, attrs[name])
-                else:
+                elif drop_added:
                     delattr(holder, name)
         for name, value in attrs.items():
             if name not in vars(holder):
@@ -145,6 +147,7 @@ def interpreted(module, holders: list[tuple[object, str]] = ()):
     except Exception:  # noqa: BLE001, S110 - absent in older triton
         pass
     made: dict = {}
+    entry = [(h, dict(vars(h))) for h, _ in PRISTINE]
 
     def interp(jit):
         if jit not in made:
@@ -184,4 +187,4 @@ def interpreted(module, holders: list[tuple[object, str]] = ()):
                 space[name] = value
             else:
                 setattr(space, name, value)
-        restore_language()
+        restore_language(entry, drop_added=False)

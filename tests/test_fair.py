@@ -75,3 +75,40 @@ def test_stray_loads_fail_on_the_interpreter_even_when_unused(tmp_path):
     message = {t.name: t for t in wild_result.tests}["n32_b32"].message
     assert "tl.load read 32 address(es) outside every tensor the kernel was given" in message
     assert "worker" not in message  # reported by the check, not a crash
+
+
+def test_compiled_kernels_are_checked_through_the_interpreter_call_after_call():
+    """What a CUDA worker does (grader/interpreter.py `interpreted`): kernels decorated as JITFunctions, each call
+    run in the interpreter and checked. On CPU tensors here, in a process without TRITON_INTERPRET, several calls
+    in a row (the interpreter adds globals to triton.language's namespaces on its first call; undoing that broke
+    every later call), with triton.language's jit functions (tl.max, tl.sum) inside."""
+    import os
+    import subprocess
+    import sys
+
+    script = f"""
+import importlib.util, sys, torch
+sys.path.insert(0, {str(ROOT)!r})
+from grader.bounds import BoundsAudit, describe
+from grader.interpreter import interpreted
+from triton.runtime.jit import JITFunction
+path = {str(ROOT / "tasks" / "puzzle08_long_softmax" / "wrong" / "unmasked_tail.py")!r}
+spec = importlib.util.spec_from_file_location("m", path); m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+assert isinstance(m.softmax_kernel, JITFunction)
+audit = BoundsAudit(path); audit.install()
+for n0, t, b0, b1 in [(5, 64, 2, 16), (3, 31, 4, 32), (16, 1000, 8, 128)]:
+    x = torch.rand(n0, t); z = torch.empty_like(x)
+    with interpreted(m):
+        m.softmax_kernel[(-(-n0 // b0),)](x, z, n0, n0, t, B0=b0, B1=b1)
+    if t % b1 == 0:  # its only bug is then the read past x: every value is right
+        assert torch.allclose(z, x.softmax(1)), (n0, t)
+    print(" | ".join(describe(f) for f in audit.take()))
+assert isinstance(m.softmax_kernel, JITFunction)
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 3
+    assert all("softmax_kernel (line 19): tl.load read" in line for line in lines), lines

@@ -36,7 +36,9 @@ def _by_name(result):
 
 @pytest.mark.parametrize("fork_server", [True, False], ids=["forked", "fresh-python"])
 def test_hang_and_crash_fail_only_themselves(tmp_path, small_task, cfg, fork_server):
-    cfg = dataclasses.replace(cfg, fork_server=fork_server)
+    # The address check (grader/bounds.py) would stop the wild store below before it lands: off here, so that
+    # the worker really dies (test_a_wild_store_is_reported_not_a_crash has it on).
+    cfg = dataclasses.replace(cfg, fork_server=fork_server, bounds=False)
     hang = SOLUTION.replace("    absmax = x.abs().max()\n", "    while True:\n        pass\n", 1)
     # A store 1 TiB past the output: the interpreter writes through a wild pointer and the worker dies.
     crash = SOLUTION.replace("tl.store(output_ptr + offsets,", "tl.store(output_ptr + offsets + (1 << 40),")
@@ -58,6 +60,18 @@ def test_hang_and_crash_fail_only_themselves(tmp_path, small_task, cfg, fork_ser
     # the worker is started again after a crash, so the next case gets its own verdict, not "not run"
     assert "killed by SIGSEGV while running this case" in tests["n127_fp16"].message
     assert "worker_log" in crash_r.staff_json()["staff"]
+
+
+def test_a_wild_store_is_reported_not_a_crash(tmp_path, small_task, cfg):
+    """With the address check on, the store 1 TiB past the output is reported with its line and not made."""
+    crash = SOLUTION.replace("tl.store(output_ptr + offsets,", "tl.store(output_ptr + offsets + (1 << 40),")
+    (result,) = grade_jobs([Job(small_task, _file(tmp_path, "crash.py", crash), "crash")], cfg, "cpu", workers=1)
+    tests = _by_name(result)
+    assert result.score == 0
+    for name in ("n1_fp32", "n127_fp16"):
+        assert "tl.store wrote" in tests[name].message and "outside every tensor the kernel was given" in \
+            tests[name].message
+        assert "SIGSEGV" not in tests[name].message
 
 
 def test_a_stalled_worker_is_stopped_before_its_time_limit(tmp_path, small_task, cfg):
