@@ -33,14 +33,50 @@ def _quantize_global(
     tl.store(output_ptr + offsets, q.to(tl.int8), mask=mask)
 
 
+@triton.jit
+def _absmax(
+    x_ptr,            # *fp16 | *fp32, the input, contiguous
+    absmax_ptr,       # *fp32, one element, zeroed by the wrapper: max(|x|) once every program is done
+    absmax_inv_ptr,   # *fp32, one element: 1 / max(|x|), written by the last program to finish
+    done_ptr,         # *int32, one element, zeroed by the wrapper: how many programs have finished
+    n_elements,
+    BLOCK_SIZE: tl.constexpr,
+):
+    # Each program strides over the blocks (block pid, pid + n_programs, ...) and keeps an element-wise running max
+    # of |x|, so it reduces across lanes once and makes one atomic at the end: a few hundred atomics on one
+    # address instead of one per block (16384 at 8192 x 8192 with 4096-element blocks).
+    pid = tl.program_id(axis=0)
+    n_programs = tl.num_programs(axis=0)
+    running = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for start in range(pid * BLOCK_SIZE, n_elements, n_programs * BLOCK_SIZE):
+        offsets = start + tl.arange(0, BLOCK_SIZE)
+        x = tl.load(x_ptr + offsets, mask=offsets < n_elements, other=0.0).to(tl.float32)
+        running = tl.maximum(running, tl.abs(x))
+    tl.atomic_max(absmax_ptr, tl.max(running, axis=0))
+    # Atomics are ordered (acquire-release): the program that counts last sees every other program's max. It
+    # turns the max into the quantize kernel's 1 / max, so no torch op sits between the two launches.
+    if tl.atomic_add(done_ptr, 1) == n_programs - 1:
+        absmax = tl.atomic_max(absmax_ptr, 0.0)  # an atomic read of the final value
+        tl.store(absmax_inv_ptr, 1.0 / absmax)
+
+
 def quantize_global(x: torch.Tensor):
     """Return (Q, absmax): Q = round(127 * x / max|x|) as int8 with x's shape, absmax a 0-dim tensor of x's dtype."""
     assert x.dtype in (torch.float16, torch.float32), f"x must be float16 or float32, got {x.dtype}"
     assert x.is_contiguous(), "x must be contiguous"
-    absmax = x.abs().max()
-    absmax_inv = (1.0 / absmax.float()).reshape(1)
-    output = torch.empty(x.shape, dtype=torch.int8, device=x.device)
     n_elements = x.numel()
+    output = torch.empty(x.shape, dtype=torch.int8, device=x.device)
+    # [max, 1 / max] in one buffer, and the count of finished programs: both start at zero (|x| >= 0).
+    scratch = torch.zeros(2, dtype=torch.float32, device=x.device)
+    done = torch.zeros(1, dtype=torch.int32, device=x.device)
+    # Reading x to find its max is half of this task's memory traffic: torch's x.abs().max() writes and reads a
+    # temporary |x| as well, 229 us of a 8192 x 8192 fp16 call on the H100 against 125 us for torch.compile.
+    # Enough programs to fill the GPU a few times over (4 per SM), not one per block.
+    block = 4096
+    programs = triton.cdiv(n_elements, block)
+    if x.is_cuda:
+        programs = min(programs, 4 * torch.cuda.get_device_properties(x.device).multi_processor_count)
+    _absmax[(max(programs, 1),)](x, scratch, scratch[1:], done, n_elements, BLOCK_SIZE=block, num_warps=8)
     grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)  # noqa: E731
-    _quantize_global[grid](x, absmax_inv, output, n_elements)
-    return output, absmax
+    _quantize_global[grid](x, scratch[1:], output, n_elements)
+    return output, scratch[0].to(x.dtype)

@@ -1,0 +1,171 @@
+"""How fast is the answer key? Each INT8 reference solution against torch.compile of the same math, eager torch, and
+the best library call, in one process, at the issue's large shapes and at a few realistic ones.
+
+    python scripts/bench_references.py [--tasks 10 11 12 13 14] [--quick] [--no-compile]
+
+For each row: medians of `triton.testing.do_bench` (L2 cleared between calls), in microseconds, and the ratios
+other / reference (> 1: the reference is faster). Memory-bound tasks also show the bytes they must move (read x
+twice for a global absmax, or once; write the codes) over the reference's time, as a share of what a
+device-to-device copy reaches in the same run. GEMM rows show TOPS (int8) or TFLOPS (fp16) for 2 * M * N * K.
+
+The reference is called as a student's file would be (its entry function, argument checks, allocation and any
+layout work included). The library calls get their best layout for free (prepared outside the timed call), as the
+issue's table did. Needs CUDA; nothing here is asserted: it prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+TASKS = ROOT / "tasks"
+
+
+def _entry(task: str, name: str):
+    folder = next(TASKS.glob(f"{task}_*"))
+    spec = importlib.util.spec_from_file_location(f"ref{task}", folder / "solution.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def bench(fn) -> float:
+    """Median microseconds of one call (triton.testing.do_bench clears L2 before each)."""
+    import triton.testing
+
+    return float(triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")) * 1e3
+
+
+def compiled(fn, on: bool):
+    if not on:
+        return None
+    return torch.compile(fn, mode="max-autotune-no-cudagraphs", dynamic=False)
+
+
+# ------------------------------------------------------------------------------------------- the math, in torch
+
+
+def quant_global(x):
+    absmax = x.abs().max()
+    return torch.round(127.0 * x.float() / absmax.float()).to(torch.int8), absmax
+
+
+def quant_rowwise(x):
+    absmax = x.abs().amax(dim=1)
+    return torch.round(127.0 * x.float() / absmax.float()[:, None]).to(torch.int8), absmax.half()
+
+
+def quant_global_t(x):
+    absmax = x.abs().max()
+    q = torch.round(127.0 * x.float() / absmax.float()).to(torch.int8)
+    return q.t().contiguous(), absmax.float().reshape(1)
+
+
+def matmul_int8(x_q, x_scale, w_q, w_scale, bias):
+    acc = torch._int_mm(x_q, w_q)
+    return (acc.float() * (x_scale * w_scale)[None, :] + bias.float()).half()
+
+
+def backward_dx(dy, w_q, w_scale):
+    return (dy @ (w_q.float() * w_scale[None, :]).half().t())
+
+
+# ------------------------------------------------------------------------------------------- rows
+
+
+def row(label: str, ref: float, others: dict[str, float | None], extra: str = "") -> None:
+    cells = [f"{label:<34}", f"ref {ref:9.1f} us"]
+    for name, t in others.items():
+        cells.append(f"{name} {t:9.1f} us ({t / ref:5.2f}x)" if t else f"{name} {'-':>9}")
+    print("  ".join(cells) + ("  " + extra if extra else ""), flush=True)
+
+
+def memory_bound(args, copy_gbs: float) -> None:
+    dev = "cuda"
+    for task, n in (("10", 8192), ("11", 8192), ("13", 8192)):
+        if task not in args.tasks:
+            continue
+        x = torch.randn(n, n, dtype=torch.float16, device=dev)
+        if task == "10":
+            ref, math, reads = _entry("10", "quantize_global"), quant_global, 2
+        elif task == "11":
+            ref, math, reads = _entry("11", "quantize_rowwise"), quant_rowwise, 1
+        else:
+            ref, math, reads = _entry("13", "quantize_global_transpose"), quant_global_t, 2
+        t_ref = bench(lambda: ref(x))
+        comp = compiled(math, args.compile)
+        t_comp = bench(lambda: comp(x)) if comp else None
+        t_eager = bench(lambda: math(x))
+        moved = reads * x.numel() * x.element_size() + x.numel()  # reads of x, one int8 write
+        gbs = moved / t_ref / 1e3
+        row(f"{task} {n}x{n} fp16", t_ref, {"compile": t_comp, "eager": t_eager},
+            f"{moved / 1e6:.0f} MB moved: {gbs:.0f} GB/s = {gbs / copy_gbs:.0%} of copy")
+
+
+def gemms(args) -> None:
+    dev = "cuda"
+    n = k = 8192
+    sizes = [8192] if args.quick else [8192, 128, 16]
+    if "12" in args.tasks:
+        ref = _entry("12", "matmul_int8_fused")
+        for m in sizes:
+            x_q = torch.randint(-127, 128, (m, k), dtype=torch.int8, device=dev)
+            w_q = torch.randint(-127, 128, (k, n), dtype=torch.int8, device=dev)
+            w_col = w_q.t().contiguous().t()  # column-major: cuBLASLt's int8 layout
+            x_scale = torch.rand(1, device=dev) / 100
+            w_scale = torch.rand(n, device=dev) / 100
+            bias = torch.randn(n, dtype=torch.float16, device=dev)
+            t_ref = bench(lambda: ref(x_q, x_scale, w_q, w_scale, bias))
+            comp = compiled(matmul_int8, args.compile)
+            t_comp = bench(lambda: comp(x_q, x_scale, w_q, w_scale, bias)) if comp else None
+            t_lib = bench(lambda: torch._int_mm(x_q, w_col)) if m > 16 else None  # _int_mm needs M > 16
+            t_lib_rm = bench(lambda: torch._int_mm(x_q, w_q)) if m > 16 else None
+            ops = 2 * m * n * k
+            row(f"12 {m}x{k}x{n} int8", t_ref, {"compile": t_comp, "_int_mm colmajor": t_lib,
+                                                 "_int_mm rowmajor": t_lib_rm},
+                f"{ops / t_ref / 1e6:.0f} TOPS")
+    if "14" in args.tasks:
+        ref = _entry("14", "backward_dx_int8_fused")
+        for m in sizes:
+            dy = torch.randn(m, n, dtype=torch.float16, device=dev)
+            w_q = torch.randint(-127, 128, (k, n), dtype=torch.int8, device=dev)
+            w_scale = torch.rand(n, device=dev) / 100
+            w_deq = (w_q.float() * w_scale[None, :]).half()
+            t_ref = bench(lambda: ref(dy, w_q, w_scale))
+            comp = compiled(backward_dx, args.compile)
+            t_comp = bench(lambda: comp(dy, w_q, w_scale)) if comp else None
+            t_lib = bench(lambda: dy @ w_deq.t())
+            ops = 2 * m * n * k
+            row(f"14 {m}x{n}x{k} dX", t_ref, {"compile": t_comp, "cuBLAS fp16 (W dequantized)": t_lib},
+                f"{ops / t_ref / 1e6:.0f} TFLOPS")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=["10", "11", "12", "13", "14"])
+    parser.add_argument("--quick", action="store_true", help="the large shapes only")
+    parser.add_argument("--no-compile", dest="compile", action="store_false", help="skip torch.compile")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench_references.py needs CUDA")
+    import triton
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    src = torch.empty(1 << 28, dtype=torch.int8, device="cuda")
+    dst = torch.empty_like(src)
+    t_copy = bench(lambda: dst.copy_(src))
+    copy_gbs = 2 * src.numel() / t_copy / 1e3
+    print(f"bench_references on {torch.cuda.get_device_name()}, {datetime.date.today()}, torch {torch.__version__}, "
+          f"triton {triton.__version__}; device-to-device copy of 256 MiB: {copy_gbs:.0f} GB/s (read + write)")
+    memory_bound(args, copy_gbs)
+    gemms(args)
+
+
+if __name__ == "__main__":
+    main()
