@@ -134,6 +134,7 @@ def region_mask(n: int, size, stride, offset: int, device: str | torch.device = 
 def digest(t: torch.Tensor) -> str:
     """sha256 of a tensor's elements in row-major order, as bits (so NaN payloads count)."""
     data = bits_view(t.detach().contiguous()).to("cpu")
+    data = data.reshape(-1)  # a 0-dim tensor cannot be viewed as bytes of another width
     return hashlib.sha256(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"").hexdigest()
 
 

@@ -35,11 +35,11 @@ def _entry(task: str, name: str):
     return getattr(module, name)
 
 
-def bench(fn) -> float:
-    """Median microseconds of one call (triton.testing.do_bench clears L2 before each)."""
+def bench(fn, *args) -> float:
+    """Median microseconds of `fn(*args)` (triton.testing.do_bench clears L2 before each call)."""
     import triton.testing
 
-    return float(triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")) * 1e3
+    return float(triton.testing.do_bench(lambda: fn(*args), warmup=25, rep=200, return_mode="median")) * 1e3
 
 
 def compiled(fn, on: bool):
@@ -98,10 +98,10 @@ def memory_bound(args, copy_gbs: float) -> None:
             ref, math, reads = _entry("11", "quantize_rowwise"), quant_rowwise, 1
         else:
             ref, math, reads = _entry("13", "quantize_global_transpose"), quant_global_t, 2
-        t_ref = bench(lambda: ref(x))
+        t_ref = bench(ref, x)
         comp = compiled(math, args.compile)
-        t_comp = bench(lambda: comp(x)) if comp else None
-        t_eager = bench(lambda: math(x))
+        t_comp = bench(comp, x) if comp else None
+        t_eager = bench(math, x)
         moved = reads * x.numel() * x.element_size() + x.numel()  # reads of x, one int8 write
         gbs = moved / t_ref / 1e3
         row(f"{task} {n}x{n} fp16", t_ref, {"compile": t_comp, "eager": t_eager},
@@ -121,11 +121,11 @@ def gemms(args) -> None:
             x_scale = torch.rand(1, device=dev) / 100
             w_scale = torch.rand(n, device=dev) / 100
             bias = torch.randn(n, dtype=torch.float16, device=dev)
-            t_ref = bench(lambda: ref(x_q, x_scale, w_q, w_scale, bias))
+            t_ref = bench(ref, x_q, x_scale, w_q, w_scale, bias)
             comp = compiled(matmul_int8, args.compile)
-            t_comp = bench(lambda: comp(x_q, x_scale, w_q, w_scale, bias)) if comp else None
-            t_lib = bench(lambda: torch._int_mm(x_q, w_col)) if m > 16 else None  # _int_mm needs M > 16
-            t_lib_rm = bench(lambda: torch._int_mm(x_q, w_q)) if m > 16 else None
+            t_comp = bench(comp, x_q, x_scale, w_q, w_scale, bias) if comp else None
+            t_lib = bench(torch._int_mm, x_q, w_col) if m > 16 else None  # _int_mm needs M > 16
+            t_lib_rm = bench(torch._int_mm, x_q, w_q) if m > 16 else None
             ops = 2 * m * n * k
             row(f"12 {m}x{k}x{n} int8", t_ref, {"compile": t_comp, "_int_mm colmajor": t_lib,
                                                  "_int_mm rowmajor": t_lib_rm},
@@ -137,10 +137,10 @@ def gemms(args) -> None:
             w_q = torch.randint(-127, 128, (k, n), dtype=torch.int8, device=dev)
             w_scale = torch.rand(n, device=dev) / 100
             w_deq = (w_q.float() * w_scale[None, :]).half()
-            t_ref = bench(lambda: ref(dy, w_q, w_scale))
+            t_ref = bench(ref, dy, w_q, w_scale)
             comp = compiled(backward_dx, args.compile)
-            t_comp = bench(lambda: comp(dy, w_q, w_scale)) if comp else None
-            t_lib = bench(lambda: dy @ w_deq.t())
+            t_comp = bench(comp, dy, w_q, w_scale) if comp else None
+            t_lib = bench(torch.matmul, dy, w_deq.t())
             ops = 2 * m * n * k
             row(f"14 {m}x{n}x{k} dX", t_ref, {"compile": t_comp, "cuBLAS fp16 (W dequantized)": t_lib},
                 f"{ops / t_ref / 1e6:.0f} TFLOPS")
@@ -159,7 +159,7 @@ def main() -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     src = torch.empty(1 << 28, dtype=torch.int8, device="cuda")
     dst = torch.empty_like(src)
-    t_copy = bench(lambda: dst.copy_(src))
+    t_copy = bench(dst.copy_, src)
     copy_gbs = 2 * src.numel() / t_copy / 1e3
     print(f"bench_references on {torch.cuda.get_device_name()}, {datetime.date.today()}, torch {torch.__version__}, "
           f"triton {triton.__version__}; device-to-device copy of 256 MiB: {copy_gbs:.0f} GB/s (read + write)")

@@ -93,3 +93,15 @@ def test_region_mask_dense_strided_and_scalar():
     assert guards.region_mask(10, (2, 2), (3, 1), 1).nonzero().flatten().tolist() == [1, 2, 4, 5]
     assert guards.region_mask(10, (2, 2), (1, 2), 0).nonzero().flatten().tolist() == [0, 1, 2, 3]
     assert guards.region_mask(5, (), (), 3).nonzero().flatten().tolist() == [3]
+
+
+def test_a_zero_dim_buffer_has_a_digest_and_a_guard_record():
+    """A 0-dim output allocated by the wrapper (torch.empty(()), task 10's absmax) is guarded like any other:
+    viewing its 2-byte element as bytes once crashed the worker, and every case with it."""
+    from grader import guards
+
+    buf, view, offset = guards.guarded_like(torch.empty((), dtype=torch.float16))
+    view.fill_(1.5)
+    record = guards.guard_record(buf, view, offset)
+    assert record["size"] == [] and record["changed"].numel() == 0
+    assert record["sha256"] == guards.digest(torch.tensor([1.5], dtype=torch.float16))

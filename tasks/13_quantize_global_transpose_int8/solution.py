@@ -54,16 +54,55 @@ def _quantize_global_transpose(
     tl.store(B + rn[None, :] * stride_bn + rm[:, None] * stride_bm, q.to(tl.int8), mask=mask)
 
 
+@triton.jit
+def _absmax_2d(
+    A,                # *fp16 | *fp32, the input X[M, N], any strides
+    state_ptr,        # *int32, two elements, zeroed by the wrapper: [programs finished, max(|X|) as fp32 bits]
+    absmax_inv_ptr,   # *fp32, one element: 1 / max(absmax, 127e-8), written by the last program to finish
+    stride_am, stride_an,
+    M, N,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    # Each program strides over the tiles (tile pid, pid + n_programs, ...), keeping an element-wise running max
+    # of |X|, then makes one atomic: a few hundred atomics on one address instead of one per tile.
+    pid = tl.program_id(axis=0)
+    n_programs = tl.num_programs(axis=0)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    running = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for tile in range(pid, tl.cdiv(M, BLOCK_M) * tiles_n, n_programs):
+        rm = (tile // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+        rn = (tile % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = (rm[:, None] < M) & (rn[None, :] < N)
+        a = tl.load(A + rm[:, None] * stride_am + rn[None, :] * stride_an, mask=mask, other=0.0)
+        running = tl.maximum(running, tl.abs(a.to(tl.float32)))
+    # |X| >= 0, and non-negative floats order like their bits as integers: an integer atomic max is a float one.
+    max_ptr = state_ptr + 1
+    tl.atomic_max(max_ptr, tl.max(tl.max(running, axis=1), axis=0).to(tl.int32, bitcast=True))
+    # Atomics are ordered (acquire-release): the program that counts last sees every other program's max.
+    if tl.atomic_add(state_ptr, 1) == n_programs - 1:
+        absmax = tl.atomic_max(max_ptr, 0).to(tl.float32, bitcast=True)  # an atomic read of the final value
+        tl.store(absmax_inv_ptr, 1.0 / tl.maximum(absmax, 127e-8))  # an all-zero X must not divide by zero
+
+
 def quantize_global_transpose(x: torch.Tensor):
     """Return (q_t, absmax): q_t = round(127 * x / max(absmax, 127e-8)).T as int8 [N, M], absmax = max|x| as fp32[1]."""
     assert x.dim() == 2, f"x must be 2-D [M, N], got shape {tuple(x.shape)}"
     assert x.dtype in (torch.float16, torch.float32), f"x must be float16 or float32, got {x.dtype}"
     M, N = x.shape
-    # Strides are passed to the kernel, so x may be a view (transposed, sliced): no .contiguous() copy.
-    absmax = x.abs().max().float().reshape(1)
-    denom = torch.clamp(absmax, min=127 * 1e-8)  # an all-zero x must not divide by zero
-    absmax_inv = 1.0 / denom
+    # Strides are passed to the kernels, so x may be a view (transposed, sliced): no .contiguous() copy.
     output = torch.empty((N, M), dtype=torch.int8, device=x.device)
+    state = torch.zeros(2, dtype=torch.int32, device=x.device)  # the only memset of the call
+    absmax_inv = torch.empty(1, dtype=torch.float32, device=x.device)
+    # The max in a Triton kernel, not torch's x.abs().max(), which also writes and reads a temporary |x|
+    # (236 us of a 8192 x 8192 fp16 call on the H100, against 129 us for torch.compile). Tiles of 32 x 256
+    # follow whichever dimension is contiguous well enough; 4 programs per SM fill the GPU.
+    block_m, block_n = 32, 256
+    programs = triton.cdiv(M, block_m) * triton.cdiv(N, block_n)
+    if x.is_cuda:
+        programs = min(programs, 4 * torch.cuda.get_device_properties(x.device).multi_processor_count)
+    _absmax_2d[(max(programs, 1),)](x, state, absmax_inv, x.stride(0), x.stride(1), M, N,
+                                   BLOCK_M=block_m, BLOCK_N=block_n, num_warps=8)
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
     _quantize_global_transpose[grid](
         x, absmax_inv, output,
@@ -71,4 +110,4 @@ def quantize_global_transpose(x: torch.Tensor):
         output.stride(0), output.stride(1),
         M, N,
     )
-    return output, absmax  # the original absmax, not the floored divisor
+    return output, state[1:].view(torch.float32)  # the original absmax, not the floored divisor

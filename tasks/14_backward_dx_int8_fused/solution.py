@@ -7,11 +7,14 @@ import triton.language as tl
 
 @triton.autotune(
     configs=[
-        # dX tiles are BLOCK_M (batch) x BLOCK_N (IN); BLOCK_K is the step along OUT, the reduction axis.
-        triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4, num_stages=3),
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=4, num_stages=4),
-        triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128}, num_warps=4, num_stages=3),
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=8, num_stages=3),
+        # dX^T tiles are BLOCK_N (IN) x BLOCK_M (batch); BLOCK_K is the step along OUT, the reduction axis. The IN
+        # side is the tensor cores' M (64 rows per warpgroup); the batch side is their N (8 to 256), so a small
+        # batch still fills whole instructions. Each config was the fastest of 32 tried on the H100 at its batch
+        # (IN = OUT = 8192): B = 8192 2.58 ms, B = 128 82 us, B = 16 70 us; the fourth is a middle ground.
+        triton.Config({"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=8, num_stages=4),
+        triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128}, num_warps=8, num_stages=4),
+        triton.Config({"BLOCK_M": 16, "BLOCK_N": 128, "BLOCK_K": 128}, num_warps=8, num_stages=4),
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=4, num_stages=3),
     ],
     key=["B", "IN", "OUT"],
 )
@@ -32,7 +35,12 @@ def _backward_dx_fused_kernel(
     # fixed by the wrapper
     PER_CHANNEL: tl.constexpr,
 ):
-    # Program (pid_m, pid_n) computes dX[offs_m, offs_n] = sum over k of dY[offs_m, k] * W[offs_n, k] * s_w[k].
+    # Program (pid_m, pid_n) computes dX[offs_m, offs_n] = sum over k of dY[offs_m, k] * W[offs_n, k] * s_w[k],
+    # as its transpose: dX^T[offs_n, offs_m] = W_deq[offs_n, :] @ dY[offs_m, :]^T. Why transposed: the dequantized
+    # W tile is made in registers, and Hopper's tensor-core instruction (wgmma) takes its left operand from
+    # registers but its right one only from shared memory. With W on the left it goes straight in; on the right
+    # it would have to be written back to shared memory first. Measured on the H100 (8192^3): 4.0 ms with W on
+    # the right, 2.6 ms with W on the left.
     pid_m = tl.program_id(axis=0)
     pid_n = tl.program_id(axis=1)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # rows of dY and dX (batch)
@@ -41,35 +49,34 @@ def _backward_dx_fused_kernel(
     mask_m = offs_m < B
     mask_n = offs_n < IN
 
-    # dY[m, k] is at m * OUT + k.
+    # W[n, k] is at n * OUT + k and dY[m, k] at m * OUT + k: both tiles are read along k, the contiguous axis.
+    w_ptrs = wq_ptr + offs_n[:, None] * OUT + offs_k[None, :]    # (BLOCK_N, BLOCK_K)
     dy_ptrs = dy_ptr + offs_m[:, None] * OUT + offs_k[None, :]   # (BLOCK_M, BLOCK_K)
-    # The right operand is W^T: its element (k, n) is W[n, k], at n * OUT + k. Indexing does the transpose;
-    # no transposed copy of W is ever made.
-    wt_ptrs = wq_ptr + offs_k[:, None] + offs_n[None, :] * OUT   # (BLOCK_K, BLOCK_N)
 
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     for k in range(0, tl.cdiv(OUT, BLOCK_K)):
         offs_kk = k * BLOCK_K + offs_k
         mask_k = offs_kk < OUT  # the last step may run past OUT: masked elements load as 0
+        wq = tl.load(w_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0)
         dy = tl.load(dy_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-        wq = tl.load(wt_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0)
         if PER_CHANNEL:
-            # s_w[k] scales row k of this W^T tile, which is the reduction axis: it cannot be pulled out of the
+            # s_w[k] scales column k of this W tile, which is the reduction axis: it cannot be pulled out of the
             # sum, so the tile is dequantized here, once per tile (not once per partial sum).
             s_w = tl.load(w_scale_ptr + offs_kk, mask=mask_k, other=0.0)
-            w = (wq.to(tl.float32) * s_w[:, None]).to(tl.float16)  # fp16 for the tensor cores
+            w = (wq.to(tl.float32) * s_w[None, :]).to(tl.float16)  # fp16 for the tensor cores
         else:
             w = wq.to(tl.float16)  # exact: every code fits in fp16
-        acc = tl.dot(dy, w, acc)  # fp16 x fp16 products, summed in fp32
+        acc = tl.dot(w, tl.trans(dy), acc)  # fp16 x fp16 products, summed in fp32
+        w_ptrs += BLOCK_K
         dy_ptrs += BLOCK_K
-        wt_ptrs += BLOCK_K
 
     if not PER_CHANNEL:
         # One scale for all of W factors out of the sum: apply it once, after the loop.
         acc = acc * tl.load(w_scale_ptr)
 
-    dx_ptrs = dx_ptr + offs_m[:, None] * IN + offs_n[None, :]
-    tl.store(dx_ptrs, acc.to(tl.float16), mask=mask_m[:, None] & mask_n[None, :])
+    # Element (n, m) of the tile is dX[m, n].
+    dx_ptrs = dx_ptr + offs_m[None, :] * IN + offs_n[:, None]
+    tl.store(dx_ptrs, acc.to(tl.float16), mask=mask_n[:, None] & mask_m[None, :])
 
 
 def backward_dx_int8_fused(dy: torch.Tensor,
