@@ -19,8 +19,8 @@ import os
 import sys
 
 from grader.interpreter import PRISTINE as _PRISTINE
+from grader.interpreter import restore_language, swapped
 
-_MISSING = object()
 TARGETS = (("cuda", 90, 32), ("cuda", 80, 32))
 """(backend, compute capability, warp size): an H100 and an A100."""
 STAGES = ("ttir", "ttgir")
@@ -116,35 +116,19 @@ class CompileCheck:
             for name, value in list(items):
                 if isinstance(value, InterpretedFunction):
                     swaps.append((space, name, self._jit_of(value.fn)))
-        undo = []
         interpret = os.environ.get("TRITON_INTERPRET")
         try:
-            for space, name, value in swaps:
-                if isinstance(space, dict):
-                    undo.append((space, name, space[name]))
-                    space[name] = value
-                else:
-                    undo.append((space, name, getattr(space, name)))
-                    setattr(space, name, value)
-            os.environ["TRITON_INTERPRET"] = "0"
-            yield
+            with swapped(swaps):
+                os.environ["TRITON_INTERPRET"] = "0"
+                try:
+                    yield
+                finally:
+                    if interpret is None:
+                        os.environ.pop("TRITON_INTERPRET", None)
+                    else:
+                        os.environ["TRITON_INTERPRET"] = interpret
         finally:
-            if interpret is None:
-                os.environ.pop("TRITON_INTERPRET", None)
-            else:
-                os.environ["TRITON_INTERPRET"] = interpret
-            for space, name, value in reversed(undo):
-                if isinstance(space, dict):
-                    space[name] = value
-                else:
-                    setattr(space, name, value)
-            for holder, attrs in snapshot:  # back to the interpreter's state, whatever the compilation patched
-                for name, value in list(vars(holder).items()):
-                    if attrs.get(name, _MISSING) is not value:
-                        if name in attrs:
-                            setattr(holder, name, attrs[name])
-                        else:
-                            delattr(holder, name)
+            restore_language(snapshot)  # back to the interpreter's state, whatever the compilation patched
 
     def _jit_of(self, fn):
         """The JITFunction of a Python function, made once per worker (it reads and parses the source)."""

@@ -122,7 +122,29 @@ _MISSING = object()
 # ------------------------------------------------------------------------------------------- CUDA kernels, interpreted
 
 
-def _chain(obj) -> list:
+@contextlib.contextmanager
+def swapped(swaps: list[tuple[object, str, object]]):
+    """Each (space, name, value) in place for the duration, where a space is a namespace dict or an object; the
+    old values go back afterwards, last first."""
+    undo = []
+    try:
+        for space, name, value in swaps:
+            if isinstance(space, dict):
+                undo.append((space, name, space[name]))
+                space[name] = value
+            else:
+                undo.append((space, name, getattr(space, name)))
+                setattr(space, name, value)
+        yield
+    finally:
+        for space, name, value in reversed(undo):
+            if isinstance(space, dict):
+                space[name] = value
+            else:
+                setattr(space, name, value)
+
+
+def kernel_chain(obj) -> list:
     """An autotuner, the heuristics under it, the kernel under those: each link holds the next as `.fn`."""
     chain = []
     while obj is not None and len(chain) < 8:
@@ -160,31 +182,20 @@ def interpreted(module, holders: list[tuple[object, str]] = ()):
             if isinstance(value, JITFunction):
                 swaps.append((space, name, interp(value)))
             elif space is vars(module) and not isinstance(value, type):
-                swaps += [(link, "fn", interp(link.fn)) for link in _chain(value)[:-1]
+                swaps += [(link, "fn", interp(link.fn)) for link in kernel_chain(value)[:-1]
                           if isinstance(getattr(link, "fn", None), JITFunction)]
     for obj, attr in holders:
         value = getattr(obj, attr, None)
         if isinstance(value, JITFunction):
             swaps.append((obj, attr, interp(value)))
-    undo = []
-    originals = {}
     try:
-        for space, name, value in swaps:
-            if isinstance(space, dict):
-                undo.append((space, name, space[name]))
-                space[name] = value
-            else:
-                undo.append((space, name, getattr(space, name)))
-                setattr(space, name, value)
-        originals = patch_interpreter_libdevice()
-        patch_interpreter_scalars()
-        yield
+        with swapped(swaps):
+            originals = patch_interpreter_libdevice()
+            try:
+                patch_interpreter_scalars()
+                yield
+            finally:
+                for (mod, name), fn in originals.items():
+                    setattr(mod, name, fn)
     finally:
-        for (mod, name), fn in originals.items():
-            setattr(mod, name, fn)
-        for space, name, value in reversed(undo):
-            if isinstance(space, dict):
-                space[name] = value
-            else:
-                setattr(space, name, value)
         restore_language(entry, drop_added=False)

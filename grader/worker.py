@@ -38,6 +38,7 @@ from grader.audit import OpAudit
 from grader.bounds import BoundsAudit
 from grader.gpu_compile import CompileCheck
 from grader.interpreter import interpreted, patch_interpreter_libdevice, patch_interpreter_scalars
+from grader.interpreter import kernel_chain as _kernel_chain
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -142,14 +143,6 @@ def config_label(config) -> str:
     parts = [p for p in str(config).split(", ")
              if p not in ("num_ctas: 1", "maxnreg: None", "ir_override: None") and not p.endswith(": None")]
     return ", ".join(parts)
-
-
-def _kernel_chain(obj) -> list:
-    chain = []
-    while obj is not None and len(chain) < 8:
-        chain.append(obj)
-        obj = getattr(obj, "fn", None)
-    return chain
 
 
 def describe_kernel(obj) -> dict:
