@@ -97,7 +97,7 @@ def test_each_layer_behind_the_static_policy_stops_what_it_refuses(small10, cfg,
 def test_what_a_submission_raises_reaches_students_bounded(small10, cfg, tmp_path):
     loud = tmp_path / "loud.py"
     loud.write_text((TASK10 / "solution.py").read_text().replace(
-        "    absmax = x.abs().max()\n", "    raise RuntimeError('x' * 100000)\n", 1))
+        "    n_elements = x.numel()\n", "    raise RuntimeError('x' * 100000)\n", 1))
     (result,) = _grade([Job(small10, loud, "loud")], cfg, "cpu")
     message = _messages(result)["n1_fp32"]
     assert "more characters" in message and len(message) < 1500
@@ -107,7 +107,7 @@ def test_the_worker_environment_holds_nothing_of_the_graders(small10, cfg, tmp_p
     monkeypatch.setenv("GRADER_TEST_SECRET", "s3cr3t-token")
     spy = tmp_path / "spy.py"
     spy.write_text((TASK10 / "solution.py").read_text().replace(
-        "    absmax = x.abs().max()\n", "    raise RuntimeError(repr(sorted(torch.os.environ.items())))\n", 1))
+        "    n_elements = x.numel()\n", "    raise RuntimeError(repr(sorted(torch.os.environ.items())))\n", 1))
     (result,) = _grade([Job(small10, spy, "spy")], cfg, "cpu", static_checks=False)
     message = _messages(result)["n1_fp32"]
     assert "RuntimeError" in message and "s3cr3t-token" not in message and "GRADER_TEST_SECRET" not in message
