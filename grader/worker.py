@@ -39,6 +39,7 @@ from grader.bounds import BoundsAudit
 from grader.gpu_compile import CompileCheck
 from grader.interpreter import interpreted, patch_interpreter_libdevice, patch_interpreter_scalars
 from grader.interpreter import kernel_chain as _kernel_chain
+from grader.timing import time_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -391,140 +392,12 @@ def naive_call(entry, case: dict, device: str) -> None:
         pass
 
 
-L2_FLUSH_BYTES = 256 << 20
-"""Written between timed calls so that neither side finds its inputs in the L2 cache (50-60 MB on Hopper)."""
-
-
 def _load_module(name: str, path: str):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-TIMED_LABEL = "grader-timed-call-"
-SIDE_WORDS = {"submission": "your function", "baseline": "the baseline"}
-
-
-def gpu_spans(windows: dict[int, tuple[float, float]], activity: list[tuple[float, float]]) -> dict[int, float]:
-    """Each timed call's GPU span: from the start of its first GPU activity (kernel, copy or fill, on any stream)
-    to the end of its last. `windows` maps a call to the host interval that encloses it (from before its launch
-    to after the device-wide synchronize that ends it); an activity belongs to the window its start falls in.
-    A call with no GPU activity is left out (the caller fails it). Times in any one unit."""
-    spans: dict[int, list[float]] = {}
-    for start, end in activity:
-        for call, (lo, hi) in windows.items():
-            if lo <= start <= hi:
-                first, last = spans.setdefault(call, [start, end])
-                spans[call] = [min(first, start), max(last, end)]
-                break
-    return {call: last - first for call, (first, last) in spans.items()}
-
-
-def _profiled_spans(profiler) -> dict[int, float]:
-    """The GPU span of each labelled call in a finished profile (microseconds), by `gpu_spans`."""
-    windows, activity = {}, []
-    for event in profiler.events():
-        if event.name.startswith(TIMED_LABEL):
-            if event.device_type == torch.autograd.DeviceType.CPU:  # its GPU-side twin is not activity
-                windows[int(event.name[len(TIMED_LABEL):])] = (event.time_range.start, event.time_range.end)
-        elif event.device_type == torch.autograd.DeviceType.CUDA:
-            activity.append((event.time_range.start, event.time_range.end))
-    return gpu_spans(windows, activity)
-
-
-def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int, clock: str = "gpu") -> dict:
-    """Time the submission against the baseline on one case's inputs, in this process, interleaved.
-
-    Method: each timed call gets fresh inputs (a new copy of the case's inputs, made before the clock starts), the
-    L2 cache is flushed, the whole device is synchronized, the call runs, the whole device is synchronized again.
-    The order of the two sides alternates (ABBA) so drifts of clock or temperature fall on both. Warm-up calls of
-    each side come first (compilation, autotuning). Only times are recorded here.
-
-    `clock` says what a call's time is. "gpu" (CUDA only): the span of its GPU work, from the start of its first
-    kernel (or copy, or fill) to the end of its last, over all streams, as the profiler (CUPTI) sees them: work a
-    call leaves on side streams is counted, and so is any idle gap between its kernels, but not the host's work
-    before its first launch (argument checks, Python dispatch, which at small sizes would outweigh the kernels).
-    "wall" (and always on the CPU): the host clock from before the call to after the synchronize that ends it.
-    """
-    cuda = device == "cuda"
-    gpu_clock = cuda and clock == "gpu"
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
-    pristine = ([a.to(device) if isinstance(a, torch.Tensor) else a for a in case["args"]],
-                {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in case["kwargs"].items()})
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device) if cuda else None
-
-    def fresh():
-        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in pristine[0]]
-        kwargs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in pristine[1].items()}
-        return args, kwargs
-
-    def timed(fn, label: str | None = None):
-        args, kwargs = fresh()
-        if flush is not None:
-            flush.zero_()
-        sync()
-        # The label marks the call's host window for the GPU clock: the activity that starts inside it is the call's.
-        with torch.profiler.record_function(label) if label else contextlib.nullcontext():
-            start = time.perf_counter()
-            out = fn(*args, **kwargs)
-            sync()
-            return time.perf_counter() - start, out
-
-    what = ("GPU span (first kernel start to last kernel end, all streams, from the profiler)" if gpu_clock
-            else "host clock around device-wide synchronize")
-    record: dict = {"method": f"{what}; fresh inputs and an L2 flush per call; "
-                              f"{warmup} warm-up and {reps} timed calls per side, interleaved",
-                    "clock": "gpu" if gpu_clock else "wall", "error": None, "submission": [], "baseline": []}
-    walls: dict[str, list[float]] = {"submission": [], "baseline": []}  # host clock, whichever clock decides
-    side = "baseline"
-    order: list[str] = []
-    try:
-        for _ in range(warmup):
-            side = "baseline"
-            timed(baseline)
-            side = "submission"
-            timed(entry)
-        last = None
-        side = "profiler"
-        profiler = (torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                                       torch.profiler.ProfilerActivity.CUDA])
-                    if gpu_clock else None)
-        with profiler if profiler is not None else contextlib.nullcontext():
-            for r in range(reps):
-                for side in (("submission", "baseline") if r % 2 == 0 else ("baseline", "submission")):
-                    label = f"{TIMED_LABEL}{len(order)}" if gpu_clock else None
-                    seconds, out = timed(entry if side == "submission" else baseline, label)
-                    order.append(side)
-                    walls[side].append(seconds)
-                    if side == "submission":
-                        last = out
-    except BaseException as exc:  # noqa: BLE001 - a failure of either side is a result
-        who = SIDE_WORDS.get(side, "the grader's profiler")
-        record["error"] = f"{who} raised {type(exc).__name__}: {str(exc)[:2000]}"
-        record["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:]
-        return record
-    if not gpu_clock:
-        record.update(walls)
-    else:
-        record["wall_submission"], record["wall_baseline"] = walls["submission"], walls["baseline"]
-        try:
-            spans = _profiled_spans(profiler)
-        except Exception as exc:  # noqa: BLE001 - reported; the test fails closed
-            record["error"] = f"the grader's profiler failed: {type(exc).__name__}: {str(exc)[:2000]}"
-            return record
-        for call, side in enumerate(order):
-            if call not in spans:
-                record["error"] = (f"the profiler saw no GPU work in a timed call of {SIDE_WORDS[side]}: on CUDA "
-                                   "each call must compute its result on the GPU")
-                return record
-            record[side].append(spans[call] * 1e-6)  # the profiler counts microseconds
-    items = last if isinstance(last, (tuple, list)) else ([] if last is None else [last])
-    record["outputs"] = [{"kind": "tensor", "tensor": _to_cpu(t), "device": str(t.device)}
-                         if isinstance(t, torch.Tensor) else {"kind": type(t).__name__, "repr": repr(t)[:200]}
-                         for t in items]
-    return record
 
 
 def environment(device: str) -> dict:

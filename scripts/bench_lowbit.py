@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from grader.config import load_task  # noqa: E402
 from grader.judge import median  # noqa: E402
-from grader.worker import L2_FLUSH_BYTES, _load_module, config_label, find_autotuners, time_calls  # noqa: E402
+from grader.timing import L2_FLUSH_BYTES, time_calls  # noqa: E402
+from grader.worker import _load_module, config_label, find_autotuners  # noqa: E402
 from reference import lowbit_dw  # noqa: E402
 
 TASK = ROOT / "tasks" / "23_lowbit_dw_fused"

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 import torch
 
-from grader import judge, worker
+from grader import judge
 from grader.config import ROOT, ConfigError, PerfTest, load_config, load_task
 from grader.grading import Job, grade_jobs
 from grader.runner import WorkerRun
@@ -130,13 +130,18 @@ def test_ratio_below_threshold_fails_with_both_times(tmp_path):
     assert not v.ok and "garbled" in v.message
 
 
-def test_gpu_spans_run_from_a_calls_first_activity_to_its_last():
-    # Two calls' host windows; GPU activities (on any stream) belong to the window their start falls in. One
-    # activity starts inside call 0 and ends after its window (a side stream the call did not wait for is still
-    # its work); one lies outside both (an L2 flush or an input copy between calls) and counts for neither.
-    windows = {0: (0.0, 100.0), 1: (200.0, 300.0), 2: (400.0, 500.0)}
-    activity = [(10.0, 20.0), (15.0, 60.0), (90.0, 130.0), (150.0, 160.0), (210.0, 250.0)]
-    assert worker.gpu_spans(windows, activity) == {0: 120.0, 1: 40.0}  # call 2 ran no GPU work: left out
+def test_marker_spans_run_from_a_calls_first_activity_to_its_last():
+    """A GPU-only trace: each call is [flush][marker][its activities...]; one flush and marker close the trace.
+    An activity that starts inside a call and ends late (a side stream it did not wait for) is still its work;
+    the flushes count for nobody; a call with no activity is left out (the caller fails it)."""
+    from grader import timing
+
+    m, flush = timing.MARKER, "vectorized_elementwise_kernel<FillFunctor<signed char>>"
+    activity = [(0.0, 5.0, flush), (6.0, 7.0, m), (10.0, 20.0, "k1"), (15.0, 60.0, "side"), (55.0, 80.0, "k2"),
+                (100.0, 105.0, flush), (106.0, 107.0, m), (110.0, 150.0, "fill_own"),
+                (200.0, 205.0, flush), (206.0, 207.0, m),  # call 2: no GPU work
+                (300.0, 305.0, flush), (306.0, 307.0, m)]
+    assert timing.marker_spans(list(reversed(activity))) == {0: 70.0, 1: 40.0}
 
 
 def test_ratio_at_threshold_passes(tmp_path):

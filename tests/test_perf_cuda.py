@@ -4,7 +4,7 @@ work left on a side stream is counted, and a call that does no GPU work fails cl
 import pytest
 import torch
 
-from grader import worker
+from grader import timing as worker
 from grader.judge import median
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

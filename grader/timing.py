@@ -1,0 +1,151 @@
+"""Timing a submission against a staff baseline (speed tests), in the timing worker.
+
+What a call's time is on CUDA ("gpu" clock): the span of its GPU work, from the start of its first activity
+(kernel, copy or fill, on any stream) to the end of its last, as CUPTI records it. The profiler traces GPU
+activity only, not the host's operators: tracing the host as well slowed it enough to widen the idle gaps between
+a call's kernels (task 23's baseline at K = 8192 read 61-91 us against 38 us of kernels). Calls are told apart by
+a marker kernel that nothing else launches (`torch.cuda._sleep`'s `spin_kernel`, a few hundred nanoseconds), put
+on the GPU after each call's L2 flush; the device is synchronized between calls, so every activity between one
+marker and the next flush is that call's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import traceback
+
+import torch
+
+L2_FLUSH_BYTES = 256 << 20
+"""Written between timed calls so that neither side finds its inputs in the L2 cache (50-60 MB on Hopper)."""
+
+
+SIDE_WORDS = {"submission": "your function", "baseline": "the baseline"}
+MARKER = "spin_kernel"
+"""The marker's kernel name: torch.cuda._sleep's, which neither side of a speed test launches."""
+MARKER_CYCLES = 1000
+"""The marker's length in GPU clock cycles (well under a microsecond)."""
+
+
+def marker_spans(activity: list[tuple[float, float, str]]) -> dict[int, float]:
+    """Each timed call's GPU span from a trace of GPU activity (start, end, name), in any one unit.
+
+    The trace holds, for each call k in order: the L2 flush, marker k, then the call's own activities (on any
+    stream). One last flush and marker follow the last call. The device is synchronized after every call, so
+    call k's activities are those that start after marker k and before the flush that precedes marker k + 1.
+    A call with no GPU activity is left out (the caller fails it)."""
+    acts = sorted(activity)
+    marks = [i for i, (_, _, name) in enumerate(acts) if MARKER in name]
+    spans: dict[int, float] = {}
+    for k, (i, j) in enumerate(zip(marks, marks[1:])):
+        own = acts[i + 1:j - 1]  # acts[j - 1] is the flush before the next marker
+        if own:
+            spans[k] = max(end for _, end, _ in own) - min(start for start, _, _ in own)
+    return spans
+
+
+def _trace_spans(profiler) -> dict[int, float]:
+    """The GPU span of each timed call in a finished GPU-only profile (microseconds), by `marker_spans`."""
+    activity = [(e.time_range.start, e.time_range.end, e.name) for e in profiler.events()
+                if e.device_type == torch.autograd.DeviceType.CUDA]
+    return marker_spans(activity)
+
+
+def _marker() -> None:
+    torch.cuda._sleep(MARKER_CYCLES)
+
+
+def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int, clock: str = "gpu") -> dict:
+    """Time the submission against the baseline on one case's inputs, in this process, interleaved.
+
+    Method: each timed call gets fresh inputs (a new copy of the case's inputs, made before the clock starts), the
+    L2 cache is flushed, the whole device is synchronized, the call runs, the whole device is synchronized again.
+    The order of the two sides alternates (ABBA) so drifts of clock or temperature fall on both. Warm-up calls of
+    each side come first (compilation, autotuning). Only times are recorded here.
+
+    `clock` says what a call's time is. "gpu" (CUDA only): the span of its GPU work, from the start of its first
+    kernel (or copy, or fill) to the end of its last, over all streams, as CUPTI sees them (GPU activity only, see
+    the module's docstring): work a call leaves on side streams is counted, and so is any idle gap between its
+    kernels, but not the host's work before its first launch (argument checks, Python dispatch, which at small
+    sizes would outweigh the kernels).
+    "wall" (and always on the CPU): the host clock from before the call to after the synchronize that ends it.
+    """
+    cuda = device == "cuda"
+    gpu_clock = cuda and clock == "gpu"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    pristine = ([a.to(device) if isinstance(a, torch.Tensor) else a for a in case["args"]],
+                {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in case["kwargs"].items()})
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device) if cuda else None
+
+    def fresh():
+        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in pristine[0]]
+        kwargs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in pristine[1].items()}
+        return args, kwargs
+
+    def timed(fn, mark: bool = False):
+        args, kwargs = fresh()
+        if flush is not None:
+            flush.zero_()
+        if mark:
+            _marker()  # the GPU clock's boundary: what starts after it, until the next flush, is this call's
+        sync()
+        start = time.perf_counter()
+        out = fn(*args, **kwargs)
+        sync()
+        return time.perf_counter() - start, out
+
+    what = ("GPU span (first kernel start to last kernel end, all streams, GPU activity traced alone)" if gpu_clock
+            else "host clock around device-wide synchronize")
+    record: dict = {"method": f"{what}; fresh inputs and an L2 flush per call; "
+                              f"{warmup} warm-up and {reps} timed calls per side, interleaved",
+                    "clock": "gpu" if gpu_clock else "wall", "error": None, "submission": [], "baseline": []}
+    walls: dict[str, list[float]] = {"submission": [], "baseline": []}  # host clock, whichever clock decides
+    side = "baseline"
+    order: list[str] = []
+    try:
+        for _ in range(warmup):
+            side = "baseline"
+            timed(baseline)
+            side = "submission"
+            timed(entry)
+        last = None
+        side = "profiler"
+        profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) if gpu_clock else None
+        with profiler if profiler is not None else contextlib.nullcontext():
+            for r in range(reps):
+                for side in (("submission", "baseline") if r % 2 == 0 else ("baseline", "submission")):
+                    seconds, out = timed(entry if side == "submission" else baseline, gpu_clock)
+                    order.append(side)
+                    walls[side].append(seconds)
+                    if side == "submission":
+                        last = out
+            if gpu_clock:  # the closing flush and marker that bound the last call
+                flush.zero_()
+                _marker()
+                sync()
+    except BaseException as exc:  # noqa: BLE001 - a failure of either side is a result
+        who = SIDE_WORDS.get(side, "the grader's profiler")
+        record["error"] = f"{who} raised {type(exc).__name__}: {str(exc)[:2000]}"
+        record["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:]
+        return record
+    if not gpu_clock:
+        record.update(walls)
+    else:
+        record["wall_submission"], record["wall_baseline"] = walls["submission"], walls["baseline"]
+        try:
+            spans = _trace_spans(profiler)
+        except Exception as exc:  # noqa: BLE001 - reported; the test fails closed
+            record["error"] = f"the grader's profiler failed: {type(exc).__name__}: {str(exc)[:2000]}"
+            return record
+        for call, side in enumerate(order):
+            if call not in spans:
+                record["error"] = (f"the profiler saw no GPU work in a timed call of {SIDE_WORDS[side]}: on CUDA "
+                                   "each call must compute its result on the GPU")
+                return record
+            record[side].append(spans[call] * 1e-6)  # the profiler counts microseconds
+    items = last if isinstance(last, (tuple, list)) else ([] if last is None else [last])
+    record["outputs"] = [{"kind": "tensor", "tensor": t.detach().to("cpu").clone(), "device": str(t.device)}
+                         if isinstance(t, torch.Tensor) else {"kind": type(t).__name__, "repr": repr(t)[:200]}
+                         for t in items]
+    return record
