@@ -4,9 +4,9 @@ What a call's time is on CUDA ("gpu" clock): the span of its GPU work, from the 
 (kernel, copy or fill, on any stream) to the end of its last, as CUPTI records it. The profiler traces GPU
 activity only, not the host's operators: tracing the host as well slowed it enough to widen the idle gaps between
 a call's kernels (task 23's baseline at K = 8192 read 61-91 us against 38 us of kernels). Calls are told apart by
-a marker kernel that nothing else launches (`torch.cuda._sleep`'s `spin_kernel`, a few hundred nanoseconds), put
-on the GPU after each call's L2 flush; the device is synchronized between calls, so every activity between one
-marker and the next flush is that call's.
+marker kernels that nothing else launches (`torch.cuda._sleep`'s `spin_kernel`, a few hundred nanoseconds): one
+after each call's L2 flush, one after the synchronize that ends it, so every activity between the two is that
+call's, on any stream.
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ MARKER_CYCLES = 1000
 def marker_spans(activity: list[tuple[float, float, str]]) -> dict[int, float]:
     """Each timed call's GPU span from a trace of GPU activity (start, end, name), in any one unit.
 
-    The trace holds, for each call k in order: the L2 flush, marker k, then the call's own activities (on any
-    stream). One last flush and marker follow the last call. The device is synchronized after every call, so
-    call k's activities are those that start after marker k and before the flush that precedes marker k + 1.
-    A call with no GPU activity is left out (the caller fails it)."""
+    Every call k sits between two markers, 2k and 2k + 1: the first after its L2 flush, the second after the
+    device-wide synchronize that ends it, so the call's work on every stream lies between them, and the flush and
+    the next call's fresh inputs (copies made before its flush) lie outside. A call with no GPU activity is left
+    out (the caller fails it)."""
     acts = sorted(activity)
     marks = [i for i, (_, _, name) in enumerate(acts) if MARKER in name]
     spans: dict[int, float] = {}
-    for k, (i, j) in enumerate(zip(marks, marks[1:])):
-        own = acts[i + 1:j - 1]  # acts[j - 1] is the flush before the next marker
+    for k, (i, j) in enumerate(zip(marks[0::2], marks[1::2])):
+        own = acts[i + 1:j]
         if own:
             spans[k] = max(end for _, end, _ in own) - min(start for start, _, _ in own)
     return spans
@@ -93,7 +93,10 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
         start = time.perf_counter()
         out = fn(*args, **kwargs)
         sync()
-        return time.perf_counter() - start, out
+        seconds = time.perf_counter() - start
+        if mark:
+            _marker()  # the call's other boundary: its work on every stream is done by now
+        return seconds, out
 
     what = ("GPU span (first kernel start to last kernel end, all streams, GPU activity traced alone)" if gpu_clock
             else "host clock around device-wide synchronize")
@@ -120,10 +123,7 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
                     walls[side].append(seconds)
                     if side == "submission":
                         last = out
-            if gpu_clock:  # the closing flush and marker that bound the last call
-                flush.zero_()
-                _marker()
-                sync()
+            sync()
     except BaseException as exc:  # noqa: BLE001 - a failure of either side is a result
         who = SIDE_WORDS.get(side, "the grader's profiler")
         record["error"] = f"{who} raised {type(exc).__name__}: {str(exc)[:2000]}"

@@ -46,14 +46,13 @@ def traced(fn, args: list, kwargs: dict, reps: int, host_too: bool) -> tuple[lis
             torch.cuda.synchronize()
             fn(*args, **kwargs)
             torch.cuda.synchronize()
-        flush.zero_()
-        torch.cuda._sleep(timing.MARKER_CYCLES)
+            torch.cuda._sleep(timing.MARKER_CYCLES)
         torch.cuda.synchronize()
     activity = sorted((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
                       if e.device_type == torch.autograd.DeviceType.CUDA)
     spans = timing.marker_spans(activity)
     marks = [i for i, a in enumerate(activity) if timing.MARKER in a[2]]
-    sums = [sum(end - start for start, end, _ in activity[i + 1:j - 1]) for i, j in zip(marks, marks[1:])]
+    sums = [sum(end - start for start, end, _ in activity[i + 1:j]) for i, j in zip(marks[0::2], marks[1::2])]
     return [spans[k] for k in sorted(spans)], sums
 
 

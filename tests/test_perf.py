@@ -131,16 +131,16 @@ def test_ratio_below_threshold_fails_with_both_times(tmp_path):
 
 
 def test_marker_spans_run_from_a_calls_first_activity_to_its_last():
-    """A GPU-only trace: each call is [flush][marker][its activities...]; one flush and marker close the trace.
-    An activity that starts inside a call and ends late (a side stream it did not wait for) is still its work;
-    the flushes count for nobody; a call with no activity is left out (the caller fails it)."""
+    """A GPU-only trace: each call is [input copies][flush][marker][its activities...][marker]. An activity that
+    starts inside a call and ends late (a side stream it did not wait for) is still its work; copies and flushes
+    count for nobody; a call with no activity is left out (the caller fails it)."""
     from grader import timing
 
-    m, flush = timing.MARKER, "vectorized_elementwise_kernel<FillFunctor<signed char>>"
+    m, flush, copy = timing.MARKER, "vectorized_elementwise_kernel<FillFunctor<signed char>>", "Memcpy DtoD"
     activity = [(0.0, 5.0, flush), (6.0, 7.0, m), (10.0, 20.0, "k1"), (15.0, 60.0, "side"), (55.0, 80.0, "k2"),
-                (100.0, 105.0, flush), (106.0, 107.0, m), (110.0, 150.0, "fill_own"),
-                (200.0, 205.0, flush), (206.0, 207.0, m),  # call 2: no GPU work
-                (300.0, 305.0, flush), (306.0, 307.0, m)]
+                (81.0, 82.0, m), (90.0, 95.0, copy),
+                (100.0, 105.0, flush), (106.0, 107.0, m), (110.0, 150.0, "fill_own"), (151.0, 152.0, m),
+                (200.0, 205.0, flush), (206.0, 207.0, m), (208.0, 209.0, m)]  # call 2: no GPU work
     assert timing.marker_spans(list(reversed(activity))) == {0: 70.0, 1: 40.0}
 
 
