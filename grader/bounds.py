@@ -29,7 +29,6 @@ SHOW = 6
 """Element offsets named per finding (the lowest and highest are always given)."""
 MAX_DISTINCT = 1 << 16
 """Distinct elements counted per finding; past it, the count is a lower bound."""
-"""Element offsets named per finding (the lowest and highest are always given)."""
 
 
 class _Region:
@@ -59,6 +58,14 @@ def _tensors(name: str, value):
         yield from _tensors(name, value.base)
 
 
+def _within(addrs: np.ndarray, itemsize: int, spans: list[tuple[int, int]]) -> np.ndarray:
+    """Which addresses start an item that lies wholly inside one of the byte spans [lo, hi)."""
+    inside = np.zeros(addrs.shape, dtype=bool)
+    for lo, hi in spans:
+        inside |= (addrs >= np.uint64(lo)) & (addrs + np.uint64(itemsize) <= np.uint64(hi))
+    return inside
+
+
 class BoundsAudit:
     """One per worker. `install()` patches the interpreter; `take()` returns (and clears) what was found since."""
 
@@ -67,8 +74,11 @@ class BoundsAudit:
         self.regions: list[_Region] = []
         self.kernel = ""
         self.findings: dict[tuple, dict] = {}
-        self._distinct: dict[tuple, set[int]] = {}
+        """Per (kernel, op, line, tensor, side): the finding, and while it is open `distinct`, the set of element
+        offsets it touched (the count and the offsets shown are made from it in `take`)."""
         self.more = 0
+        self._patched: list[tuple[object, str, object]] = []
+        """(class, attribute, our function) for each patch `install` made: `intact` checks they are still there."""
 
     # --- the launch: which tensors it may touch -------------------------------------------------------------
     def begin(self, executor, args_hst, kwargs_hst) -> None:
@@ -102,67 +112,67 @@ class BoundsAudit:
         except Exception:  # noqa: BLE001 - an odd pointer type: check the first byte only
             itemsize = 1
         a = addrs.astype(np.uint64, copy=False)
-        inside = np.zeros(a.shape, dtype=bool)
-        for r in self.regions:
-            inside |= (a >= np.uint64(r.lo)) & (a + np.uint64(itemsize) <= np.uint64(r.hi))
-        stray = on & ~inside
+        stray = on & ~_within(a, itemsize, [(r.lo, r.hi) for r in self.regions])
         if not stray.any():
             return None
-        reachable = np.zeros(a.shape, dtype=bool)
-        for r in self.regions:
-            reachable |= (a >= np.uint64(r.store_lo)) & (a + np.uint64(itemsize) <= np.uint64(r.store_hi))
-        wild = stray & ~reachable
-        self._record(op, a[stray & reachable], int(wild.sum()), itemsize)
+        wild = stray & ~_within(a, itemsize, [(r.store_lo, r.store_hi) for r in self.regions])
+        self._record(op, a[stray & ~wild], int(wild.sum()), itemsize)
         return (on & ~wild) if wild.any() else None
+
+    def _finding(self, key: tuple, fields: dict, lanes: int) -> dict | None:
+        """The finding of `key`, opened with `fields` if new; None (and `lanes` more left out) when full."""
+        if key not in self.findings:
+            if len(self.findings) >= MAX_FINDINGS:
+                self.more += lanes
+                return None
+            self.findings[key] = {"kernel": self.kernel, "op": key[1], "line": key[2], "count": 0, **fields}
+        return self.findings[key]
 
     def _record(self, op: str, stray: np.ndarray, wild: int, itemsize: int) -> None:
         """`stray`: addresses in a storage the launch reaches (a guard band) but outside its tensors, each told
         against the tensor it is nearest to; `wild`: how many lanes were outside all of that."""
         line = self._line()
         if wild:
-            key = (self.kernel, op, line, None, "outside")
-            if key in self.findings or len(self.findings) < MAX_FINDINGS:
-                entry = self.findings.setdefault(key, {"kernel": self.kernel, "op": op, "line": line,
-                                                       "buffer": None, "side": "outside", "count": 0})
-                entry["count"] += wild
-            else:
-                self.more += wild
+            entry = self._finding((self.kernel, op, line, None, "outside"), {"buffer": None, "side": "outside"}, wild)
+            if entry is not None:
+                entry["count"] += wild  # lanes: a wild address has no element to name
         if not stray.size:
             return
         dist = np.stack([np.where(stray < np.uint64(r.lo), np.uint64(r.lo) - stray,
                                   stray + np.uint64(itemsize) - np.uint64(r.hi)) for r in self.regions])
         owner = dist.argmin(axis=0)
         for k in np.unique(owner):
-            addrs = stray[owner == k]
             r = self.regions[int(k)]
-            offsets = (addrs.astype(np.int64) - np.int64(r.lo)) // r.itemsize
+            offsets = (stray[owner == k].astype(np.int64) - np.int64(r.lo)) // r.itemsize
             for side, sel in (("before", offsets < 0), ("after", offsets >= 0)):
                 if not sel.any():
                     continue
-                key = (self.kernel, op, line, r.name, side)
-                entry = self.findings.get(key)
+                mine = np.unique(offsets[sel])
+                entry = self._finding((self.kernel, op, line, r.name, side),
+                                      {"buffer": r.name, "side": side, "numel": r.numel, "dtype": r.dtype,
+                                       "distinct": set(), "highest": int(mine[-1])}, int(sel.sum()))
                 if entry is None:
-                    if len(self.findings) >= MAX_FINDINGS:
-                        self.more += int(sel.sum())
-                        continue
-                    entry = self.findings[key] = {"kernel": self.kernel, "op": op, "line": line, "buffer": r.name,
-                                                  "side": side, "numel": r.numel, "dtype": r.dtype, "count": 0,
-                                                  "offsets": []}
-                distinct = self._distinct.setdefault(key, set())
-                if len(distinct) < MAX_DISTINCT:  # the elements, each counted once however many lanes hit it
-                    distinct.update(int(o) for o in np.unique(offsets[sel]))
-                entry["count"] = len(distinct)
-                seen = sorted(set(entry["offsets"]) | {int(o) for o in np.unique(offsets[sel])[:SHOW]}
-                              | {int(offsets[sel].min()), int(offsets[sel].max())})
-                entry["offsets"] = seen if len(seen) <= SHOW + 2 else seen[:SHOW] + [seen[-1]]
+                    continue
+                if len(entry["distinct"]) < MAX_DISTINCT:  # each element once, however many lanes touched it
+                    entry["distinct"].update(int(o) for o in mine)
+                entry["highest"] = max(entry["highest"], int(mine[-1]))
 
     def take(self) -> list[dict]:
         """The findings since the last call, in the order first seen; the count of those left out is in the last
-        one's `more`."""
-        found = list(self.findings.values())
+        one's `more`. A finding names its count of distinct elements and its lowest SHOW offsets and highest."""
+        found = []
+        for entry in self.findings.values():
+            entry = dict(entry)
+            distinct = entry.pop("distinct", None)
+            highest = entry.pop("highest", None)
+            if distinct is not None:
+                low = sorted(distinct)[:SHOW]
+                entry["count"] = len(distinct)
+                entry["offsets"] = low + ([highest] if highest not in low else [])
+            found.append(entry)
         if found and self.more:
-            found[-1] = {**found[-1], "more": self.more}
-        self.findings, self._distinct, self.more = {}, {}, 0
+            found[-1]["more"] = self.more
+        self.findings, self.more = {}, 0
         return found
 
     # --- the patches ----------------------------------------------------------------------------------------
@@ -182,6 +192,7 @@ class BoundsAudit:
             return args_hst, kwargs_hst
 
         executor._init_args_hst = _init_args_hst
+        self._patched.append((executor, "_init_args_hst", _init_args_hst))
 
         def guarded(name: str, op: str, ptr_at: int, mask_at: int | None):
             orig = getattr(builder, name)
@@ -198,11 +209,18 @@ class BoundsAudit:
                 return orig(self, *args)
 
             setattr(builder, name, method)
+            audit._patched.append((builder, name, method))
 
         guarded("create_masked_load", "tl.load", 0, 1)
         guarded("create_masked_store", "tl.store", 0, 2)
         guarded("create_atomic_rmw", "atomic", 1, 3)
         guarded("create_atomic_cas", "atomic_cas", 0, None)
+
+
+def intact(audit: BoundsAudit) -> bool:
+    """Are the audit's patches still in place? A submission runs in the same process and could put the
+    interpreter's own methods back (the static policy refuses `triton.runtime`; this is the next layer)."""
+    return all(getattr(owner, name, None) is fn for owner, name, fn in audit._patched)
 
 
 def describe(finding: dict) -> str:

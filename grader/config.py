@@ -556,9 +556,9 @@ class CourseConfig:
     """On the CPU interpreter, also compile every launched kernel for CUDA targets (sm_90, sm_80) and fail a case
     whose kernel would not compile for a GPU (grader/gpu_compile.py)."""
     bounds: bool = True
-    """On the CPU interpreter, check every address a kernel loads, stores or updates against the tensors of its
-    launch, and fail a case that touches memory outside them, even when the value read is never used
-    (grader/bounds.py)."""
+    """Check every address a kernel loads, stores or updates against the tensors of its launch, and fail a case
+    that touches memory outside them, even when the value read is never used (grader/bounds.py): on the CPU as
+    the interpreter runs; on CUDA by running each call again with its kernels interpreted, on the CPU's inputs."""
     always_allowed_imports: list[str] = field(default_factory=list)
     homeworks: dict[str, Homework] = field(default_factory=dict)
 

@@ -19,7 +19,7 @@ import os
 import sys
 
 from grader.interpreter import PRISTINE as _PRISTINE
-from grader.interpreter import restore_language, swapped
+from grader.interpreter import language_snapshot, restore_language, swapped
 
 TARGETS = (("cuda", 90, 32), ("cuda", 80, 32))
 """(backend, compute capability, warp size): an H100 and an A100."""
@@ -104,7 +104,7 @@ class CompileCheck:
         from triton.runtime.interpreter import InterpretedFunction
 
         holders = [h for h, _ in _PRISTINE]
-        snapshot = [(h, dict(vars(h))) for h in holders]
+        snapshot = language_snapshot()
         swaps: list[tuple[object, str, object]] = [(mod, name, f) for (mod, name), f in self.originals.items()]
         # The language as it was when this module was imported, before any kernel ran: the interpreter's calls of
         # jit functions (tl.sum inside a kernel) leave their patches on.

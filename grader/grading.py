@@ -55,11 +55,13 @@ class Prepared:
     Inputs come first (workers need them); the oracle's answers are computed later, while the workers run.
     """
 
-    def __init__(self, device: str, workdir: Path, save_answers: bool = False) -> None:
+    def __init__(self, device: str, workdir: Path, save_answers: bool = False, audit: bool = False) -> None:
         self.device = device
         self.workdir = workdir
         self.save_answers = save_answers
         """Also write the answers to a file, for judge processes (see `judge_job_apart`)."""
+        self.audit = audit and device == "cuda"
+        """Also write the inputs the CPU grades, for the address check's interpreted calls on CUDA."""
         self._cases: dict[str, list[judge.CaseData]] = {}
         self._answered: set[str] = set()
 
@@ -80,7 +82,7 @@ class Prepared:
                 # On CUDA, the address check (grader/bounds.py) runs the kernels in the interpreter, on the inputs
                 # the CPU grades: the case's own where it has no `cpu:` sizes, else those (None: the same).
                 audit.append(None)
-                if self.device == "cuda" and case.params_for("cpu") != case.params_for("cuda"):
+                if self.audit and case.params_for("cpu") != case.params_for("cuda"):
                     a_args, a_kwargs = oracle.generate_input(**case.params_for("cpu"))
                     audit[-1] = {"args": list(a_args), "kwargs": dict(a_kwargs)}
             self._cases[task.id] = data
@@ -425,7 +427,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
     base.chmod(0o711)
     try:
         judges = (cfg.judges if cfg.judges >= 0 else cores // 2) if len(jobs) > 1 else 0  # judge processes: below
-        prepared = Prepared(device, base, save_answers=bool(judges))
+        prepared = Prepared(device, base, save_answers=bool(judges), audit=cfg.bounds)
         contexts = []
         for n, job in enumerate(jobs):
             report = static.check_source(job.submission.read_text(errors="replace"), job.task,

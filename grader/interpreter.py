@@ -100,11 +100,16 @@ PRISTINE = [(h, dict(vars(h))) for h in _language_holders()]
 """triton.language's objects as imported (the fork server imports this module before any kernel runs)."""
 
 
-def restore_language(snapshot: list | None = None, drop_added: bool = True) -> None:
-    """Every attribute of triton.language's objects back to `snapshot` (default: as imported). `drop_added`:
+def language_snapshot() -> list:
+    """triton.language's objects and their attributes now, for `restore_language`."""
+    return [(h, dict(vars(h))) for h, _ in PRISTINE]
+
+
+def restore_language(snapshot: list, drop_added: bool = True) -> None:
+    """Every attribute of triton.language's objects back to `snapshot` ([(object, its vars)]). `drop_added`:
     also remove names added since; the interpreter adds its own globals to the namespaces of the functions it
     rewrites (tl.standard's among them) once, and its rewritten functions need them from then on."""
-    for holder, attrs in snapshot or PRISTINE:
+    for holder, attrs in snapshot:
         for name, value in list(vars(holder).items()):
             if attrs.get(name, _MISSING) is not value:
                 if name in attrs:
@@ -153,6 +158,10 @@ def kernel_chain(obj) -> list:
     return chain
 
 
+_INTERPRETED: dict = {}
+"""JITFunction -> its InterpretedFunction, for `interpreted`."""
+
+
 @contextlib.contextmanager
 def interpreted(module, holders: list[tuple[object, str]] = ()):
     """For one call on a CUDA worker: every `@triton.jit` function of `module` (bare, or under an autotuner or
@@ -168,13 +177,12 @@ def interpreted(module, holders: list[tuple[object, str]] = ()):
         import triton.experimental.gluon  # noqa: F401
     except Exception:  # noqa: BLE001, S110 - absent in older triton
         pass
-    made: dict = {}
-    entry = [(h, dict(vars(h))) for h, _ in PRISTINE]
+    entry = language_snapshot()
 
-    def interp(jit):
-        if jit not in made:
-            made[jit] = InterpretedFunction(jit.fn)
-        return made[jit]
+    def interp(jit):  # made once per worker: an InterpretedFunction rewrites its function's AST when first run
+        if jit not in _INTERPRETED:
+            _INTERPRETED[jit] = InterpretedFunction(jit.fn)
+        return _INTERPRETED[jit]
 
     swaps: list[tuple[object, str, object]] = []
     for space in [vars(module), *(vars(h) for h, _ in PRISTINE if inspect.ismodule(h))]:

@@ -311,6 +311,9 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
         if msg is not None:
             problems.append(msg if isinstance(msg, str) else "the worker's launch record is garbled")
     # On the interpreter: every address each kernel touched, against the tensors of its launch (grader/bounds.py).
+    if run.get("bounds_tampered"):
+        problems.append("the grader's address check was changed during the call (its interpreter patches were "
+                        "replaced): the call's memory accesses cannot be trusted")
     found = run.get("bounds") or []
     if not isinstance(found, list) or not all(isinstance(f, dict) for f in found):
         problems.append("the worker's record of out-of-bounds accesses is garbled")

@@ -88,7 +88,8 @@ class JobSpec:
     gpu_compile: bool = True
     """On the interpreter, also compile every launch for CUDA targets (grader/gpu_compile.py)."""
     bounds: bool = True
-    """On the interpreter, check every address a kernel touches against its launch's tensors (grader/bounds.py)."""
+    """Check every address a kernel touches against its launch's tensors (grader/bounds.py): as the interpreter
+    runs on the CPU; on CUDA through an interpreted re-run of each call."""
     warm: bool = False
     """A warm-up run of a staff solution (trusted, not sandboxed): one config per case, compiling into the shared
     Triton cache what the sandboxed workers of that task may then read (grader/tritoncache.py)."""

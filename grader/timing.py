@@ -28,28 +28,28 @@ MARKER_CYCLES = 1000
 """The marker's length in GPU clock cycles (well under a microsecond)."""
 
 
-def marker_spans(activity: list[tuple[float, float, str]]) -> dict[int, float]:
-    """Each timed call's GPU span from a trace of GPU activity (start, end, name), in any one unit.
+def marked_calls(activity: list[tuple[float, float, str]]) -> list[list[tuple[float, float, str]]]:
+    """Each timed call's own GPU activities, from a trace of GPU activity (start, end, name).
 
     Every call k sits between two markers, 2k and 2k + 1: the first after its L2 flush, the second after the
     device-wide synchronize that ends it, so the call's work on every stream lies between them, and the flush and
-    the next call's fresh inputs (copies made before its flush) lie outside. A call with no GPU activity is left
-    out (the caller fails it)."""
+    the next call's fresh inputs (copies made before its flush) lie outside."""
     acts = sorted(activity)
     marks = [i for i, (_, _, name) in enumerate(acts) if MARKER in name]
-    spans: dict[int, float] = {}
-    for k, (i, j) in enumerate(zip(marks[0::2], marks[1::2])):
-        own = acts[i + 1:j]
-        if own:
-            spans[k] = max(end for _, end, _ in own) - min(start for start, _, _ in own)
-    return spans
+    return [acts[i + 1:j] for i, j in zip(marks[0::2], marks[1::2])]
 
 
-def _trace_spans(profiler) -> dict[int, float]:
-    """The GPU span of each timed call in a finished GPU-only profile (microseconds), by `marker_spans`."""
-    activity = [(e.time_range.start, e.time_range.end, e.name) for e in profiler.events()
-                if e.device_type == torch.autograd.DeviceType.CUDA]
-    return marker_spans(activity)
+def marker_spans(activity: list[tuple[float, float, str]]) -> dict[int, float]:
+    """Each timed call's GPU span, from the start of its first activity to the end of its last (`marked_calls`),
+    in the trace's unit. A call with no GPU activity is left out (the caller fails it)."""
+    return {k: max(end for _, end, _ in own) - min(start for start, _, _ in own)
+            for k, own in enumerate(marked_calls(activity)) if own}
+
+
+def gpu_activity(profiler) -> list[tuple[float, float, str]]:
+    """(start, end, name) of every GPU activity in a finished profile (microseconds)."""
+    return [(e.time_range.start, e.time_range.end, e.name) for e in profiler.events()
+            if e.device_type == torch.autograd.DeviceType.CUDA]
 
 
 def _marker() -> None:
@@ -88,7 +88,7 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
         if flush is not None:
             flush.zero_()
         if mark:
-            _marker()  # the GPU clock's boundary: what starts after it, until the next flush, is this call's
+            _marker()  # the GPU clock's boundary: what runs from here to the marker after the call is its work
         sync()
         start = time.perf_counter()
         out = fn(*args, **kwargs)
@@ -123,7 +123,6 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
                     walls[side].append(seconds)
                     if side == "submission":
                         last = out
-            sync()
     except BaseException as exc:  # noqa: BLE001 - a failure of either side is a result
         who = SIDE_WORDS.get(side, "the grader's profiler")
         record["error"] = f"{who} raised {type(exc).__name__}: {str(exc)[:2000]}"
@@ -134,7 +133,7 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
     else:
         record["wall_submission"], record["wall_baseline"] = walls["submission"], walls["baseline"]
         try:
-            spans = _trace_spans(profiler)
+            spans = marker_spans(gpu_activity(profiler))
         except Exception as exc:  # noqa: BLE001 - reported; the test fails closed
             record["error"] = f"the grader's profiler failed: {type(exc).__name__}: {str(exc)[:2000]}"
             return record

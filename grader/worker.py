@@ -36,6 +36,7 @@ import torch
 from grader import guards, sandbox
 from grader.audit import OpAudit
 from grader.bounds import BoundsAudit
+from grader.bounds import intact as bounds_intact
 from grader.gpu_compile import CompileCheck
 from grader.interpreter import interpreted, patch_interpreter_libdevice, patch_interpreter_scalars
 from grader.interpreter import kernel_chain as _kernel_chain
@@ -257,13 +258,18 @@ def kernel_params(kernel) -> set[str] | None:
     return None
 
 
+def config_at(configs: list, index: int):
+    """The config forced for run `index`: a kernel with fewer configs than the longest keeps its last one."""
+    return configs[min(index, len(configs) - 1)]
+
+
 def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, config_index: int,
              audit: OpAudit | None = None, bounds: BoundsAudit | None = None, view=None) -> dict:
     """One call of the entry on fresh guarded inputs, under one forced autotune config (`view`: a context the
     call runs in, such as `interpreter.interpreted`)."""
     record: dict = {"config_index": config_index, "configs": {}, "error": None}
     for tuner, configs in tuners:
-        chosen = configs[min(config_index, len(configs) - 1)]
+        chosen = config_at(configs, config_index)
         tuner.configs = [chosen]  # one config: the autotuner runs it without benchmarking
         name = getattr(getattr(tuner, "base_fn", None) or tuner.fn, "__name__", "kernel")
         record["configs"][name] = config_label(chosen)
@@ -331,6 +337,8 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     record["launches"] = list(inst.launches)
     if bounds:
         record["bounds"] = bounds.take()
+        if not bounds_intact(bounds):
+            record["bounds_tampered"] = True
     return record
 
 
@@ -347,13 +355,15 @@ def interpret_runs(entry, case: dict, module, inst: Instruments, tuners: list, r
         index = record.get("config_index", c)
         # The interpreter ignores num_warps and num_stages: configs that differ only there touch the same
         # addresses, so one call serves them all (task 11's three configs: one call).
-        key = tuple(tuple(sorted((k, repr(v)) for k, v in configs[min(index, len(configs) - 1)].kwargs.items()))
+        key = tuple(tuple(sorted((k, repr(v)) for k, v in config_at(configs, index).kwargs.items()))
                     for _, configs in tuners)
         if key not in done:
             done[key] = run_case(entry, probe_case, "cuda", inst, tuners, index, None, bounds,
                                  view=lambda: interpreted(module, holders))
         probe = done[key]
         record["bounds"] = probe.get("bounds") or []
+        if probe.get("bounds_tampered"):
+            record["bounds_tampered"] = True
         if probe.get("error"):
             record["bounds_note"] = f"the interpreter could not run this call: {str(probe['error'])[:300]}"
             print(f"  {case['id']} (config {c}): address check skipped: {record['bounds_note']}", flush=True)

@@ -48,12 +48,9 @@ def traced(fn, args: list, kwargs: dict, reps: int, host_too: bool) -> tuple[lis
             torch.cuda.synchronize()
             torch.cuda._sleep(timing.MARKER_CYCLES)
         torch.cuda.synchronize()
-    activity = sorted((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
-                      if e.device_type == torch.autograd.DeviceType.CUDA)
-    spans = timing.marker_spans(activity)
-    marks = [i for i, a in enumerate(activity) if timing.MARKER in a[2]]
-    sums = [sum(end - start for start, end, _ in activity[i + 1:j]) for i, j in zip(marks[0::2], marks[1::2])]
-    return [spans[k] for k in sorted(spans)], sums
+    calls = [own for own in timing.marked_calls(timing.gpu_activity(prof)) if own]
+    spans = [max(end for _, end, _ in own) - min(start for start, _, _ in own) for own in calls]
+    return spans, [sum(end - start for start, end, _ in own) for own in calls]
 
 
 def evented(fn, args: list, kwargs: dict, reps: int, sleep_cycles: int) -> list[float]:

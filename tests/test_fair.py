@@ -112,3 +112,38 @@ assert isinstance(m.softmax_kernel, JITFunction)
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 3
     assert all("softmax_kernel (line 19): tl.load read" in line for line in lines), lines
+
+
+def test_a_submission_that_takes_the_address_check_out_loses_its_points(tmp_path):
+    """A cheat puts the interpreter's own load back (reached as triton.runtime.interpreter, without an import)
+    so that its unmasked load goes unseen. The static policy refuses `triton.runtime`; with that layer off, the
+    worker sees that its patch is gone and every case fails."""
+    cheat = tmp_path / "unpatch.py"
+    cheat.write_text((P2 / "wrong" / "load_unmasked.py").read_text() + """
+
+def _unpatch():
+    interp = triton.runtime.interpreter
+    builder = type(interp.interpreter_builder)
+
+    def load(self, ptrs, mask, other, *rest):
+        import numpy as np
+        dtype = interp._get_np_dtype(ptrs.get_element_ty())
+        other = other if other is not None else interp.TensorHandle(np.zeros_like(ptrs.data, dtype=dtype),
+                                                                    ptrs.get_element_ty())
+        return interp.TensorHandle(interp._interpreter.load(ptrs.data, mask.data, other.data, dtype),
+                                   ptrs.get_element_ty())
+
+    builder.create_masked_load = load
+
+
+_unpatch()
+""")
+    cfg = load_config()
+    task = load_task(P2)
+    (refused,) = grade_jobs([Job(task, cheat, "cheat")], cfg, "cpu", workers=1)
+    assert refused.score == 0 and "triton.runtime" in {t.name: t for t in refused.tests}["imports"].message
+    (result,) = grade_jobs([Job(task, cheat, "cheat")], cfg, "cpu", workers=1, static_checks=False)
+    assert result.score == 0
+    for test in result.tests:
+        if test.name.startswith(("n", "notebook")):
+            assert "the grader's address check was changed during the call" in test.message, test
