@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -149,8 +149,10 @@ class WrongSpec:
 class PerfTest:
     """A speed test: the submission against a staff baseline on one case's inputs, timed in the same worker.
 
-    It passes when the case passes, the timed calls' outputs are right, and baseline / submission >= threshold
-    (medians). It runs only on `devices`; elsewhere it is reported as not run, with 0 of 0 points."""
+    It passes when the case passes, the timed calls' outputs are right, the baseline ran as fast beside the
+    submission as in the staff's own timing run (grader/judge.py STAFF_SLACK), and baseline / submission >= threshold
+    (medians). A test worth 0 points is informational: the threshold is reported, not applied. It runs only on
+    `devices`; elsewhere it is reported as not run, with 0 of 0 points."""
 
     id: str
     points: float
@@ -240,6 +242,11 @@ class TaskSpec:
     def case_index(self, case_id: str) -> int:
         """The position of case `case_id` among the task's cases."""
         return next(i for i, c in enumerate(self.cases) if c.id == case_id)
+
+    def subset(self, case_ids: list[str] | set[str], **changes: Any) -> TaskSpec:
+        """This task with only the cases `case_ids` (and the speed tests that time one of them), and `changes`."""
+        return replace(self, cases=[c for c in self.cases if c.id in case_ids],
+                       perf=[p for p in self.perf if p.case in case_ids], **changes)
 
     def not_run_on(self, device: str) -> set[str]:
         """Tests that are reported as not run on `device` (speed tests outside their devices)."""
@@ -599,6 +606,37 @@ def _per_device(grading: dict, key: str, defaults: dict[str, float], where: str)
     return values
 
 
+def _speed_points(raw: Any, where: str, hw_tasks: dict[str, float]) -> dict[str, dict[str, float]]:
+    """`speed_points: {task id: {speed test id: points}}`: what a course gives the speed tests that task.yaml
+    leaves at 0 (the speed tier). The homework's `tasks` then states each task's total with them."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}.speed_points: must map task ids to {{speed test id: points}}, got {raw!r}")
+    out = {}
+    for task_id, tests in raw.items():
+        if task_id not in hw_tasks:
+            raise ConfigError(f"{where}.speed_points.{task_id}: not one of this homework's tasks")
+        if not isinstance(tests, dict) or not all(isinstance(v, (int, float)) and v >= 0 for v in tests.values()):
+            raise ConfigError(f"{where}.speed_points.{task_id}: must map speed test ids to points >= 0, "
+                              f"got {tests!r}")
+        out[str(task_id)] = {str(k): float(v) for k, v in tests.items()}
+    return out
+
+
+def _give_speed_points(tasks: dict[str, TaskSpec], speed: dict[str, dict[str, float]], where: str) -> None:
+    """Put the course's speed points into the loaded tasks (in place: every later use of `tasks` sees them)."""
+    for task_id, tests in speed.items():
+        task = tasks.get(task_id)
+        if task is None:
+            continue  # a broken or missing folder: reported with the homework's tasks
+        unknown = set(tests) - {p.id for p in task.perf}
+        if unknown:
+            raise ConfigError(f"{where}.speed_points.{task_id}: {sorted(unknown)} not among the task's speed "
+                              f"tests ({', '.join(p.id for p in task.perf) or 'none'})")
+        tasks[task_id] = replace(task, perf=[replace(p, points=tests.get(p.id, p.points)) for p in task.perf])
+
+
 def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | None = None) -> CourseConfig:
     """Parse `config.yaml`; when `tasks` is given, check that every homework's tasks exist with those points."""
     data = _load_yaml(path)
@@ -633,6 +671,9 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
             late_max_days=int(late.get("max_days", 0)),
             counts=counts,
         )
+        speed = _speed_points(raw.get("speed_points"), hw_where, hw_tasks)
+        if tasks is not None:
+            _give_speed_points(tasks, speed, hw_where)
         for task_id, points in hw_tasks.items():
             if tasks is None:
                 continue

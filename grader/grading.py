@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import judge, static
+from grader import judge, speed, static
 from grader.config import AUTOTUNE_TEST, GATES, ROOT, CourseConfig, TaskSpec
 from grader.results import TaskResult, TestResult
 from grader.runner import ForkServer, JobSpec, WorkerRun, run_shard, worker_env
@@ -235,7 +235,7 @@ class GradingContext:
             return judge.Verdict(False, why)
         test = self.task.perf[index]
         case_index = self.task.case_index(test.case)
-        return judge.judge_perf(self.task, index, self.cases[case_index], self.case_verdict(case_index),
+        return speed.judge_perf(self.task, index, self.cases[case_index], self.case_verdict(case_index),
                                 self.results)
 
 
@@ -526,9 +526,19 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                     finish(n)
                 drain(block=False)
         # Speed tests run last, one worker at a time, with nothing else on the device: a timing taken beside
-        # other workers' kernels would measure them too.
+        # other workers' kernels would measure them too. Each task's reference is timed first, the same way, in a
+        # worker of its own (grader/speed.py: what it proves); its record joins each job's after that job's run.
+        staff_runs: dict[str, Path | None] = {}
         for n, spec in timing:
-            runs[n] += shard_runner(contexts[n][1], len(plan[n]), spec, [])
+            task, jobdir = contexts[n][0].task, contexts[n][1]
+            if task.id not in staff_runs:
+                staff_runs[task.id] = staff_timing(task, spec, base, shard_runner)
+            warm = staff_runs[task.id] / "inductor" if staff_runs[task.id] else None
+            if warm is not None and warm.is_dir():  # torch.compile's cache from the staff's run: a quicker start
+                shutil.copytree(warm, jobdir / "inductor", dirs_exist_ok=True)
+            runs[n] += shard_runner(jobdir, len(plan[n]), spec, [])
+            for record in staff_runs[task.id].glob("perf-*.pt") if staff_runs[task.id] else []:
+                shutil.copyfile(record, jobdir / f"{judge.STAFF_PERF}-{record.name.removeprefix('perf-')}")
             pending[n] -= 1
             if not pending[n]:
                 finish(n)
@@ -539,6 +549,19 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         return [results[n] for n in range(len(contexts))]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def staff_timing(task: TaskSpec, spec: JobSpec, base: Path, shard_runner) -> Path | None:
+    """Time the task's reference solution as `spec` times a submission (same baselines, cases, clock and sandbox),
+    in a job folder of its own. Returns that folder, or None when the task has no solution.py (every speed test
+    of the task then fails closed: nothing to check the submission's run against)."""
+    solution = task.folder / "solution.py"
+    if not solution.is_file():
+        return None
+    jobdir = base / f"staff-timing-{task.id}"
+    jobdir.mkdir(parents=True, exist_ok=True)
+    shard_runner(jobdir, 0, replace(spec, submission=solution), [])
+    return jobdir
 
 
 def warm_shared_cache(tasks: list[TaskSpec], device: str, cfg: CourseConfig, prepared: Prepared, base: Path,

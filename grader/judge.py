@@ -20,6 +20,8 @@ DTYPES = {"int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64
           "uint8": torch.uint8, "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
           "float64": torch.float64, "bool": torch.bool}
 SHOW = 5  # elements shown per problem
+STAFF_PERF = "staff-perf"
+"""The name (before `-<index>.pt`) of a staff timing record in a job folder."""
 
 
 @dataclass
@@ -123,6 +125,21 @@ class WorkerResults:
         if status.get("perf") == test_id:
             return None, f"not timed: {run.describe_exit()} while timing this test"
         return None, f"not timed: {run.describe_exit()} before this test was timed"
+
+
+    def staff_perf_record(self, index: int, test_id: str) -> tuple[dict | None, str]:
+        """The staff's timing record of speed test `index` (the reference against the same baseline, in a worker
+        of its own; the grader puts it here after the submission's timing worker ended), or None and why not."""
+        path = self.jobdir / f"{STAFF_PERF}-{index}.pt"
+        if not path.exists():
+            return None, "the staff's timing run of the reference left no record"
+        try:
+            data = torch.load(path, weights_only=True)
+            if not isinstance(data, dict) or data.get("test") != test_id:
+                raise ValueError("unexpected content")
+            return data, ""
+        except Exception as exc:  # noqa: BLE001
+            return None, f"the staff's timing record is unreadable ({type(exc).__name__}: {exc})"
 
 
 def resolve_shared(runs: list) -> list:
@@ -499,84 +516,3 @@ def draw_run(task: TaskSpec, case: CaseData, run: dict) -> tuple[bytes, str] | N
         title = f"{task.id} / {case.id}: {spec.name} {list(t.shape)}"
         return pictures.render(spec.name, title, state, before, after, tiles_of(task, case, t.dim()))
     return None
-
-
-# ------------------------------------------------------------------------------------------------ speed tests
-
-
-def _times(record: dict, side: str, reps: int) -> list[float]:
-    """A side's times as floats, or ValueError: the list must hold `reps` finite positive numbers."""
-    times = record.get(side)
-    if not isinstance(times, list) or len(times) != reps:
-        raise ValueError(f"{side}: expected {reps} times, got {len(times) if isinstance(times, list) else times!r}")
-    out = []
-    for t in times:
-        if not isinstance(t, (int, float)) or isinstance(t, bool) or not (0 < float(t) < 1e6):
-            raise ValueError(f"{side}: a time is not a positive number: {t!r}")
-        out.append(float(t))
-    return out
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-quantile (0 <= q <= 1), interpolating linearly between order statistics."""
-    s = sorted(values)
-    pos = q * (len(s) - 1)
-    lo = int(pos)
-    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
-
-
-def median(values: list[float]) -> float:
-    return percentile(values, 0.5)
-
-
-CLOCK_WORDS = {"gpu": "GPU time from the first kernel's start to the last one's end",
-               "wall": "host time from the call to the end of its GPU work"}
-
-
-def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, results: WorkerResults) -> Verdict:
-    """A speed test: the case must pass, the timed calls' outputs must be right, and the baseline's median time
-    over the submission's must reach the threshold. Anything missing or garbled fails (closed)."""
-    test = task.perf[index]
-    if not case_ok.ok:
-        return Verdict(False, f"not timed: case {test.case} fails, and speed counts only for a correct result")
-    record, why = results.perf_record(index, test.id)
-    if record is None:
-        return Verdict(False, why, staff=results.log[-4000:])
-    if record.get("error"):
-        return Verdict(False, f"not timed: {record['error']}", staff=str(record.get("traceback", "")))
-    try:
-        sub, base = _times(record, "submission", test.reps), _times(record, "baseline", test.reps)
-        outputs = record["outputs"]
-        if not isinstance(outputs, list):
-            raise ValueError("outputs is not a list")
-        clock = CLOCK_WORDS[record.get("clock", "wall")]
-    except (KeyError, TypeError, ValueError) as exc:
-        return Verdict(False, f"the worker's timing record is garbled ({exc})")
-    # The timed calls must compute the same answer as the checked one (a fast wrong kernel earns nothing).
-    if len(outputs) != len(task.outputs):
-        return Verdict(False, f"the last timed call returned {len(outputs)} value(s); expected {len(task.outputs)}")
-    for spec, got, ref in zip(task.outputs, outputs, case.expected):
-        t = got.get("tensor") if isinstance(got, dict) else None
-        if not isinstance(t, torch.Tensor) or not spec.shape_ok(tuple(t.shape), tuple(ref.shape)) \
-                or t.dtype != _resolve_dtype(spec, case.args):
-            return Verdict(False, f"the last timed call's {spec.name} is not a tensor of the checked dtype and shape")
-        msg = compare_values(spec, t.reshape(ref.shape), ref)
-        if msg:
-            return Verdict(False, f"the last timed call's result is wrong: {msg}")
-    t_sub, t_base = median(sub), median(base)
-    ratio = t_base / t_sub
-    # The spread, so a result near the threshold reads as such: run r of each side were timed next to each other,
-    # and the middle half of those pairs' ratios is where a rerun would most likely land.
-    pairs = [b / s for s, b in zip(sub, base)]
-    low, high = percentile(pairs, 0.25), percentile(pairs, 0.75)
-    text = (f"baseline {t_base * 1e3:.4f} ms, yours {t_sub * 1e3:.4f} ms ({clock}, medians of {test.reps} "
-            f"interleaved runs): speedup {ratio:.2f}x, need >= {test.threshold:g}x (half of the side-by-side pairs "
-            f"between {low:.2f}x and {high:.2f}x)")
-    staff = str(record.get("method", ""))
-    try:  # the host clock's times beside the GPU clock's (absent when the host clock decided)
-        walls = _times(record, "wall_submission", test.reps), _times(record, "wall_baseline", test.reps)
-        staff += (f"; host clock, medians: yours {median(walls[0]) * 1e3:.4f} ms, "
-                  f"baseline {median(walls[1]) * 1e3:.4f} ms")
-    except ValueError:
-        pass
-    return Verdict(ratio >= test.threshold, text, staff=staff)

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader import timing  # noqa: E402
-from grader.judge import median  # noqa: E402
+from grader.speed import median  # noqa: E402
 from grader.worker import _load_module  # noqa: E402
 from reference import lowbit_dw  # noqa: E402
 

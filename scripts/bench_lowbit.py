@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.config import load_task  # noqa: E402
-from grader.judge import median  # noqa: E402
+from grader.speed import median  # noqa: E402
 from grader.timing import L2_FLUSH_BYTES, time_calls  # noqa: E402
 from grader.worker import _load_module, config_label, find_autotuners  # noqa: E402
 from reference import lowbit_dw  # noqa: E402

@@ -27,12 +27,16 @@ ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "tasks"
 
 
-def _entry(task: str, name: str):
+def _load(task: str, filename: str, name: str):
     folder = next(TASKS.glob(f"{task}_*"))
-    spec = importlib.util.spec_from_file_location(f"ref{task}", folder / "solution.py")
+    spec = importlib.util.spec_from_file_location(f"t{task}_{Path(filename).stem}", folder / filename)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, name)
+
+
+def _entry(task: str, name: str):
+    return _load(task, "solution.py", name)
 
 
 def bench(fn, *args) -> float:
@@ -51,29 +55,10 @@ def compiled(fn, on: bool):
 # ------------------------------------------------------------------------------------------- the math, in torch
 
 
-def quant_global(x):
-    absmax = x.abs().max()
-    return torch.round(127.0 * x.float() / absmax.float()).to(torch.int8), absmax
-
-
-def quant_rowwise(x):
-    absmax = x.abs().amax(dim=1)
-    return torch.round(127.0 * x.float() / absmax.float()[:, None]).to(torch.int8), absmax.half()
-
-
-def quant_global_t(x):
-    absmax = x.abs().max()
-    q = torch.round(127.0 * x.float() / absmax.float()).to(torch.int8)
-    return q.t().contiguous(), absmax.float().reshape(1)
-
-
-def matmul_int8(x_q, x_scale, w_q, w_scale, bias):
-    acc = torch._int_mm(x_q, w_q)
-    return (acc.float() * (x_scale * w_scale)[None, :] + bias.float()).half()
-
-
-def backward_dx(dy, w_q, w_scale):
-    return (dy @ (w_q.float() * w_scale[None, :]).half().t())
+def _math(task: str):
+    """The task's math in plain torch: `torch_math` of its baseline.py, what the speed tier compiles (one name
+    through the grader and this script)."""
+    return _load(task, "baseline.py", "torch_math")
 
 
 # ------------------------------------------------------------------------------------------- rows
@@ -93,11 +78,11 @@ def memory_bound(args, copy_gbs: float) -> None:
             continue
         x = torch.randn(n, n, dtype=torch.float16, device=dev)
         if task == "10":
-            ref, math, reads = _entry("10", "quantize_global"), quant_global, 2
+            ref, math, reads = _entry("10", "quantize_global"), _math("10"), 2
         elif task == "11":
-            ref, math, reads = _entry("11", "quantize_rowwise"), quant_rowwise, 1
+            ref, math, reads = _entry("11", "quantize_rowwise"), _math("11"), 1
         else:
-            ref, math, reads = _entry("13", "quantize_global_transpose"), quant_global_t, 2
+            ref, math, reads = _entry("13", "quantize_global_transpose"), _math("13"), 2
         t_ref = bench(ref, x)
         comp = compiled(math, args.compile)
         t_comp = bench(comp, x) if comp else None
@@ -122,7 +107,7 @@ def gemms(args) -> None:
             w_scale = torch.rand(n, device=dev) / 100
             bias = torch.randn(n, dtype=torch.float16, device=dev)
             t_ref = bench(ref, x_q, x_scale, w_q, w_scale, bias)
-            comp = compiled(matmul_int8, args.compile)
+            comp = compiled(_math("12"), args.compile)
             t_comp = bench(comp, x_q, x_scale, w_q, w_scale, bias) if comp else None
             t_lib = bench(torch._int_mm, x_q, w_col) if m > 16 else None  # _int_mm needs M > 16
             t_lib_rm = bench(torch._int_mm, x_q, w_q) if m > 16 else None
@@ -138,7 +123,7 @@ def gemms(args) -> None:
             w_scale = torch.rand(n, device=dev) / 100
             w_deq = (w_q.float() * w_scale[None, :]).half()
             t_ref = bench(ref, dy, w_q, w_scale)
-            comp = compiled(backward_dx, args.compile)
+            comp = compiled(_math("14"), args.compile)
             t_comp = bench(comp, dy, w_q, w_scale) if comp else None
             t_lib = bench(torch.matmul, dy, w_deq.t())
             ops = 2 * m * n * k

@@ -37,6 +37,32 @@ def test_points_must_agree_with_the_homework(tmp_path):
         load_config(tmp_path / "config.yaml", tasks)
 
 
+def test_a_course_gives_the_speed_tier_points_in_config_yaml(tmp_path):
+    """Tasks 10-14's speed tests are worth 0 in task.yaml (informational); a homework's speed_points gives them
+    points, and its task total then counts them."""
+    tasks, _ = discover_tasks()
+    assert tasks["12_matmul_int8_fused_dequant"].perf[0].points == 0
+    base = (ROOT / "config.yaml").read_text()
+    given = base.replace("      14_backward_dx_int8_fused: 3.5\n", "      14_backward_dx_int8_fused: 3.5\n"
+                         "    speed_points:\n      12_matmul_int8_fused_dequant: {speed_vs_compile: 1.0}\n")
+    total = ("12_matmul_int8_fused_dequant: 4.0", "12_matmul_int8_fused_dequant: 5.0")
+    (tmp_path / "a.yaml").write_text(given.replace(*total))
+    load_config(tmp_path / "a.yaml", tasks)
+    task = tasks["12_matmul_int8_fused_dequant"]
+    assert task.perf[0].points == 1.0 and task.points == 5.0 and task.points_on("cpu") == 4.0
+    tasks, _ = discover_tasks()
+    (tmp_path / "b.yaml").write_text(given)  # the total left at 4.0
+    with pytest.raises(ConfigError, match=r"12_matmul_int8_fused_dequant: 4.0 points here, but .*adds up to 5.0"):
+        load_config(tmp_path / "b.yaml", tasks)
+    (tmp_path / "c.yaml").write_text(given.replace("speed_vs_compile: 1.0", "speed_k1: 1.0"))
+    with pytest.raises(ConfigError, match=r"hw4_int8.speed_points.12_matmul_int8_fused_dequant: \['speed_k1'\] "
+                                          r"not among the task's speed tests \(speed_vs_compile\)"):
+        load_config(tmp_path / "c.yaml", discover_tasks()[0])
+    (tmp_path / "d.yaml").write_text(given.replace("{speed_vs_compile: 1.0}", "{speed_vs_compile: -1}"))
+    with pytest.raises(ConfigError, match=r"must map speed test ids to points >= 0"):
+        load_config(tmp_path / "d.yaml", discover_tasks()[0])
+
+
 def test_a_broken_folder_is_reported_and_the_rest_load(tmp_path):
     _copy_task(tmp_path)
     broken_folder = _copy_task(tmp_path, "11_quantize_rowwise_int8")

@@ -15,9 +15,9 @@ def test_scalar_outputs_accept_both_shapes_and_only_those():
     t10, t13 = load_task(TASK10), load_task(TASK13)
     strict = dataclasses.replace(t10, outputs=[dataclasses.replace(o, scalar=False) for o in t10.outputs],
                                  cases=t10.cases[:2])
-    jobs = [Job(dataclasses.replace(t10, cases=t10.cases[:2]), TASK10 / "right" / "absmax_one_element.py", "fair"),
+    jobs = [Job(t10.subset({c.id for c in t10.cases[:2]}), TASK10 / "right" / "absmax_one_element.py", "fair"),
             Job(strict, TASK10 / "right" / "absmax_one_element.py", "strict"),
-            Job(dataclasses.replace(t13, cases=t13.cases[:1]), TASK13 / "wrong" / "absmax_keepdim.py", "keepdim")]
+            Job(t13.subset({t13.cases[0].id}), TASK13 / "wrong" / "absmax_keepdim.py", "keepdim")]
     fair, strict_result, keepdim = grade_jobs(jobs, cfg, "cpu", workers=2)
     assert fair.score == fair.max_score  # absmax of shape [1] where the oracle's is []
     # the same file, with the forgiveness off: the shape check is what would have failed it

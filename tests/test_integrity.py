@@ -26,7 +26,7 @@ DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
 @pytest.fixture(scope="module")
 def small10(task10):
     cases = [c for c in task10.cases if c.id in ("n1_fp32", "n127_fp16")]
-    return dataclasses.replace(task10, cases=cases, autotune_points=0.0, timeout_s={"cpu": 60, "cuda": 60})
+    return task10.subset({c.id for c in cases}, autotune_points=0.0, timeout_s={"cpu": 60, "cuda": 60})
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +92,25 @@ def test_each_layer_behind_the_static_policy_stops_what_it_refuses(small10, cfg,
     (leak,) = _grade([Job(small10, read, "r")], cfg, device, static_checks=False, sandbox_on=False)
     assert "Reference solution for task 10" in _messages(leak)["n1_fp32"]
     assert leak.staff["sandbox"] == {"sandbox": "off: grading.sandbox is false"}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the speed tier runs on CUDA only")
+def test_the_staff_timing_run_stops_a_submission_that_slows_the_baseline(task10, cfg):
+    """compile_stance.py makes torch.compile's baseline run eagerly in its process. The static policy refuses it;
+    with that layer off, the staff's run of the reference (which no submission touched) shows the baseline's real
+    time, and the speed test fails. The case itself passes: the answer is right."""
+    task = task10.subset({"large_fp16"}, autotune_points=0.0)
+    cheat = WRONG / "compile_stance.py"
+    (refused,) = _grade([Job(task, cheat, "stance")], cfg, "cuda")
+    assert "use of torch.compiler is not allowed" in _messages(refused)["imports"]
+    stance, good = _grade([Job(task, cheat, "stance"), Job(task, TASK10 / "solution.py", "good")], cfg, "cuda",
+                          static_checks=False)
+    tests = {t.name: t for t in stance.tests}
+    assert tests["large_fp16"].outcome == "passed"
+    assert tests["speed_vs_compile"].outcome == "failed"
+    assert "not judged: the baseline took" in tests["speed_vs_compile"].message, tests["speed_vs_compile"].message
+    good_speed = next(t for t in good.tests if t.name == "speed_vs_compile")
+    assert good_speed.outcome == "passed" and "informational (0 points)" in good_speed.message, good_speed.message
 
 
 def test_what_a_submission_raises_reaches_students_bounded(small10, cfg, tmp_path):

@@ -7,7 +7,7 @@ from grader.grading import Job, grade_jobs
 
 
 def test_judge_processes_give_the_same_verdicts(task10):
-    task = dataclasses.replace(task10, cases=[c for c in task10.cases if c.id in ("n1_fp32", "n1023_fp32")])
+    task = task10.subset({"n1_fp32", "n1023_fp32"})
     files = [task.folder / "solution.py", task.folder / "wrong" / "no_tail_mask.py",
              task.folder / "wrong" / "truncate.py", task.folder / "wrong" / "forbidden_import.py"] * 2
     jobs = [Job(task, f, f"s{i}") for i, f in enumerate(files)]

@@ -1,7 +1,6 @@
 """Tasks whose harness launches the kernel (task.yaml `launch`, the Triton Puzzles): kernels of either edition of
 the puzzles grade unchanged, a kernel written for the notebook grades as it is, and failing cases get a picture."""
 
-import dataclasses
 import struct
 import zlib
 
@@ -26,7 +25,7 @@ def _grade(cfg, task, path):
 def test_lite_and_original_signatures_grade_alike(tmp_path, cfg):
     """Puzzle 9: the original kernel has only B0; the Lite one adds B1, which the harness passes only to it."""
     task = load_task(ROOT / "tasks" / "puzzle09_simple_flashattention")
-    task = dataclasses.replace(task, cases=task.cases[:2])
+    task = task.subset({c.id for c in task.cases[:2]})
     original = (task.folder / "solution.py").read_text()
     lite = original.replace("N0, T, B0: tl.constexpr):", "N0, T, B0: tl.constexpr, B1: tl.constexpr):")
     lite = lite.replace("range(0, T, CHUNK)", "range(0, T, B1)").replace("tl.arange(0, CHUNK)", "tl.arange(0, B1)")

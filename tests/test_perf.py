@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 import torch
 
-from grader import judge
+from grader import judge, speed
 from grader.config import ROOT, ConfigError, PerfTest, load_config, load_task
 from grader.grading import Job, grade_jobs
 from grader.runner import WorkerRun
@@ -56,9 +56,9 @@ def test_perf_block_errors_name_the_key(tmp_path, edit, error):
 # ------------------------------------------------------------------------------------------ judge, unit level
 
 
-def _perf_task(reps=5, threshold=1.0):
+def _perf_task(reps=5, threshold=1.0, points=1.0):
     task = load_task(TASK22)
-    perf = PerfTest(id="speed", points=1.0, case=task.cases[0].id, baseline="x.py", threshold=threshold,
+    perf = PerfTest(id="speed", points=points, case=task.cases[0].id, baseline="x.py", threshold=threshold,
                     devices=("cpu",), warmup=1, reps=reps)
     return dataclasses.replace(task, perf=[perf])
 
@@ -70,9 +70,16 @@ def _case():
     return judge.CaseData("c", [x, dy, torch.tensor([1], dtype=torch.int32)], {}, expected)
 
 
-def _results(tmp_path, record=None):
+STAFF = {"test": "speed", "error": None, "submission": [1e-3] * 5, "baseline": [1e-3] * 5}
+"""The staff's run: the reference and the baseline both at 1 ms."""
+
+
+def _results(tmp_path, record=None, staff=STAFF):
     if record is not None:
         torch.save(record, tmp_path / "perf-0.pt")
+    if staff is not None:
+        torch.save({"clock": record.get("clock", "wall") if record else "wall", **staff},
+                   tmp_path / f"{judge.STAFF_PERF}-0.pt")
     (tmp_path / "load.json").write_text('{"ok": true, "kernels": {}}')
     run = WorkerRun(jobdir=tmp_path, returncode=-9, timed_out=False, seconds=1.0, log="", run_id="0-0", cases=[])
     return judge.WorkerResults.read(tmp_path, [run])
@@ -90,7 +97,7 @@ OK = judge.Verdict(True, "passed")
 
 
 def test_missing_timings_fail_closed(tmp_path):
-    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path))
+    v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path))
     assert not v.ok and v.message.startswith("not timed:") and "SIGKILL" in v.message
 
 
@@ -101,32 +108,33 @@ def test_missing_timings_fail_closed(tmp_path):
     ([1e-3] * 5, "fast", "expected 5 times"),
 ])
 def test_garbled_timings_fail_closed(tmp_path, sub, base, why):
-    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, _record(sub, base)))
+    v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, _record(sub, base)))
     assert not v.ok and "garbled" in v.message and why in v.message
 
 
 def test_unreadable_or_foreign_record_fails_closed(tmp_path):
     (tmp_path / "perf-0.pt").write_bytes(b"not a torch file")
-    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path))
+    v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path))
     assert not v.ok and "unreadable" in v.message
     torch.save({**_record([1e-3] * 5, [1e-3] * 5), "test": "other"}, tmp_path / "perf-0.pt")
-    assert "unreadable" in judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path)).message
+    assert "unreadable" in speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path)).message
 
 
 def test_ratio_below_threshold_fails_with_both_times(tmp_path):
     rec = _record([2e-3, 2e-3, 2.1e-3, 1.9e-3, 9.0], [1e-3] * 5)  # one outlier: the median ignores it
-    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, rec))
+    v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, rec))
     assert not v.ok
     assert v.message == ("baseline 1.0000 ms, yours 2.0000 ms (host time from the call to the end of its GPU work, "
-                         "medians of 5 interleaved runs): speedup 0.50x, need >= 1x (half of the side-by-side pairs "
-                         "between 0.48x and 0.50x)")
-    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, {**rec, "clock": "gpu"}))
+                         "medians of 5 interleaved runs): speedup 0.50x (half of the side-by-side pairs between "
+                         "0.48x and 0.50x); the reference's speedup in the staff's run: 1.00x, so yours is 0.50x "
+                         "the reference's; need >= 1x")
+    v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, {**rec, "clock": "gpu"}))
     assert "(GPU time from the first kernel's start to the last one's end, medians" in v.message
     assert "host clock" not in v.staff  # no host-clock times in the record: nothing to show staff
     walls = {"wall_submission": [3e-3] * 5, "wall_baseline": [1.5e-3] * 5}
-    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, {**rec, "clock": "gpu", **walls}))
+    v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, {**rec, "clock": "gpu", **walls}))
     assert v.staff.endswith("host clock, medians: yours 3.0000 ms, baseline 1.5000 ms")
-    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, {**rec, "clock": "sundial"}))
+    v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, {**rec, "clock": "sundial"}))
     assert not v.ok and "garbled" in v.message
 
 
@@ -141,28 +149,82 @@ def test_marker_spans_run_from_a_calls_first_activity_to_its_last():
                 (81.0, 82.0, m), (90.0, 95.0, copy),
                 (100.0, 105.0, flush), (106.0, 107.0, m), (110.0, 150.0, "fill_own"), (151.0, 152.0, m),
                 (200.0, 205.0, flush), (206.0, 207.0, m), (208.0, 209.0, m)]  # call 2: no GPU work
-    assert timing.marker_spans(list(reversed(activity))) == {0: 70.0, 1: 40.0}
+    calls = timing.marked_calls(list(reversed(activity)))
+    assert [timing.span(own) for own in calls if own] == [70.0, 40.0] and not calls[2]
+    assert [timing.busy_time(own) for own in calls if own] == [70.0, 40.0]  # no gap in either call
+    # busy time: idle gaps do not count, overlapping work counts once
+    assert timing.busy_time([(0.0, 10.0, "a"), (25.0, 40.0, "c"), (20.0, 30.0, "b")]) == 30.0
 
 
 def test_ratio_at_threshold_passes(tmp_path):
-    v = judge.judge_perf(_perf_task(threshold=1.5), 0, _case(), OK,
-                         _results(tmp_path, _record([1e-3] * 5, [1.5e-3] * 5)))
-    assert v.ok and "speedup 1.50x, need >= 1.5x" in v.message
+    v = speed.judge_perf(_perf_task(threshold=1.5), 0, _case(), OK,
+                         _results(tmp_path, _record([1e-3] * 5, [1.5e-3] * 5), {**STAFF, "baseline": [1.5e-3] * 5}))
+    assert v.ok and "speedup 1.50x" in v.message and v.message.endswith("need >= 1.5x")
+
+
+def test_a_test_of_0_points_is_informational(tmp_path):
+    v = speed.judge_perf(_perf_task(points=0), 0, _case(), OK, _results(tmp_path, _record([2e-3] * 5, [1e-3] * 5)))
+    assert v.ok and v.message.endswith("speedup 0.50x (half of the side-by-side pairs between 0.50x and 0.50x); the "
+                                       "reference's speedup in the staff's run: 1.00x, so yours is 0.50x the "
+                                       "reference's; informational (0 points), the target is >= 1x")
+
+
+def test_the_reference_ratio_comes_from_the_staff_run(tmp_path):
+    staff = {**STAFF, "submission": [0.5e-3] * 5, "baseline": [1.1e-3] * 5}  # the reference 2.2x its baseline
+    v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, _record([1e-3] * 5, [1.1e-3] * 5), staff))
+    assert v.ok and "speedup 1.10x" in v.message
+    assert "staff's run: 2.20x, so yours is 0.50x the reference's" in v.message
+
+
+def test_a_baseline_slowed_beside_the_submission_fails(tmp_path):
+    """The cheat: the submission's process makes torch.compile's baseline run eagerly (or shares the GPU with it),
+    so its own ratio looks large. The staff's run, which no submission touched, shows the baseline's real time."""
+    slowed = _record([1e-3] * 5, [4e-3] * 5)  # a 4x "speedup", with the baseline at 4 ms instead of the staff's 1 ms
+    v = speed.judge_perf(_perf_task(points=0), 0, _case(), OK, _results(tmp_path, slowed))
+    assert not v.ok and "not judged: the baseline's time was 4.00x as long beside your code as in the staff's run " \
+                        "(4.0000 ms against 1.0000 ms)" in v.message
+    near = _record([1e-3] * 5, [1.4e-3] * 5)  # within the slack: noise, judged
+    assert speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, near)).ok
+
+
+def test_on_the_gpu_clock_the_check_compares_the_baselines_busy_time(tmp_path):
+    """With the GPU clock both records carry each call's busy time (kernels, no host gaps): a baseline whose span
+    grew with the host's gaps is judged; one whose kernels took longer is not."""
+    staff = {**STAFF, "clock": "gpu", "busy_submission": [0.5e-3] * 5, "busy_baseline": [0.8e-3] * 5}
+    gaps = {**_record([1e-3] * 5, [2e-3] * 5), "clock": "gpu", "busy_submission": [0.9e-3] * 5,
+            "busy_baseline": [0.85e-3] * 5}  # span 2x the staff's, kernels the same
+    v = speed.judge_perf(_perf_task(points=0), 0, _case(), OK, _results(tmp_path, gaps, staff))
+    assert v.ok, v.message
+    eager = {**gaps, "busy_baseline": [3.2e-3] * 5}
+    v = speed.judge_perf(_perf_task(points=0), 0, _case(), OK, _results(tmp_path, eager, staff))
+    assert not v.ok and "the baseline's GPU busy time was 4.00x as long" in v.message
+
+
+@pytest.mark.parametrize("staff, why", [
+    (None, "the staff's timing run of the reference left no record"),
+    ({**STAFF, "error": "your function raised X"}, "the staff's timing run failed: your function raised X"),
+    ({**STAFF, "baseline": [1e-3] * 4}, "the staff's timing record is garbled (baseline: expected 5 times, got 4)"),
+    ({**STAFF, "test": "other"}, "the staff's timing record is unreadable"),
+])
+def test_a_missing_or_bad_staff_run_fails_closed(tmp_path, staff, why):
+    v = speed.judge_perf(_perf_task(points=0), 0, _case(), OK, _results(tmp_path, _record([1e-3] * 5, [1e-3] * 5),
+                                                                        staff))
+    assert not v.ok and f"not judged: {why}" in v.message
 
 
 def test_speed_counts_only_for_a_correct_result(tmp_path):
     fast = _record([1e-4] * 5, [1e-3] * 5)
-    v = judge.judge_perf(_perf_task(), 0, _case(), judge.Verdict(False, "wrong"), _results(tmp_path, fast))
+    v = speed.judge_perf(_perf_task(), 0, _case(), judge.Verdict(False, "wrong"), _results(tmp_path, fast))
     assert not v.ok and "speed counts only for a correct result" in v.message
     wrong_out = _record([1e-4] * 5, [1e-3] * 5)
     wrong_out["outputs"][2]["tensor"] = torch.zeros(1, 3)  # the timed call's dx differs from the checked one's
-    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, wrong_out))
+    v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, wrong_out))
     assert not v.ok and "the last timed call's result is wrong: dx" in v.message
 
 
 def test_an_error_while_timing_fails(tmp_path):
     rec = {**_record([], []), "error": "your function raised RuntimeError: boom"}
-    v = judge.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, rec))
+    v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, rec))
     assert not v.ok and v.message == "not timed: your function raised RuntimeError: boom"
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from grader import timing as worker
-from grader.judge import median
+from grader.speed import median
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
