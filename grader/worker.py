@@ -585,6 +585,7 @@ def main(jobdir: Path, run_id: str) -> int:
             _write_json(status, {"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
             return 3
     for item in job.get("perf") or []:
+        t_perf = time.perf_counter()
         _write_json(status, {"perf": item["test"], "started": time.time()})
         baseline = baselines[item["index"]]
         if isinstance(baseline, str):
@@ -594,7 +595,7 @@ def main(jobdir: Path, run_id: str) -> int:
             record = time_calls(entry, baseline, cases[item["case"]], device, item["warmup"], item["reps"],
                                 item.get("clock", "gpu"), progress=lambda alive=alive: _write_json(status, alive))
         _save(jobdir / f"perf-{item['index']}.pt", {"test": item["test"], **record})
-        print(f"  {item['test']}: timed", flush=True)
+        print(f"  {item['test']}: timed in {time.perf_counter() - t_perf:.2f} s", flush=True)
     _write_json(status, {"done": True})
     return 0
 
