@@ -24,13 +24,11 @@ START = time.perf_counter()  # before torch and triton load: "ready after" in th
 import contextlib
 import importlib.util
 import json
-import linecache
 import os
 import platform
 import shutil
 import sys
 import traceback
-import types
 from pathlib import Path
 
 import torch
@@ -42,7 +40,7 @@ from grader.bounds import intact as bounds_intact
 from grader.gpu_compile import CompileCheck
 from grader.interpreter import interpreted, patch_interpreter_libdevice, patch_interpreter_scalars
 from grader.interpreter import kernel_chain as _kernel_chain
-from grader.timing import time_calls
+from grader.timing import compile_here, load_baseline, time_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -412,44 +410,6 @@ def _load_module(name: str, path: str):
     return module
 
 
-def compile_here(jobdir: Path) -> None:
-    """Let a torch.compile'd baseline compile inside the sandbox: Inductor works in this process (no pool of
-    compile workers: the sandbox runs no Python but this one), caches in the job folder (which the sandbox lets it
-    write, and where the grader may have put a staff run's cache), finds a user name without the password
-    database (its default cache folder is named after the user, and the sandbox's user namespace has no entry),
-    finds no `nvcc` on PATH (it runs `nvcc --version` for a comment in its debug output, and handles "not found"
-    but not the sandbox's refusal to run it), and keeps Triton's own ptxas (Inductor would point Triton at the one
-    torch ships, which the sandbox does not run, for every kernel compiled after it: the submission's too)."""
-    import triton
-
-    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
-    if ptxas.is_file() and "TRITON_PTXAS_PATH" not in os.environ:
-        os.environ["TRITON_PTXAS_PATH"] = str(ptxas)
-    path = os.environ.get("PATH", "").split(os.pathsep)
-    os.environ["PATH"] = os.pathsep.join(d for d in path if d and not os.path.exists(os.path.join(d, "nvcc")))
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(jobdir / "inductor")
-    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
-    os.environ["USER"] = os.environ["LOGNAME"] = "grader"
-    import torch._inductor.config as inductor_config  # the fork server may have read the variables already
-
-    inductor_config.compile_threads = 1
-
-
-def _load_staff_module(name: str, path: str):
-    """Load a staff baseline from memory, under a file name that does not exist: the sandbox refuses the task folder,
-    and torch.compile reads the source file of what it compiles (torch._dynamo's profile key hashes the file when
-    it exists, and fails when it cannot open it). Its lines go into linecache, where inspect (and so Triton's JIT,
-    and a traceback) looks for them."""
-    source = Path(path).read_text()
-    filename = f"<staff baseline {os.path.basename(path)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-    module = types.ModuleType(name)
-    module.__file__ = filename
-    sys.modules[name] = module
-    exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102 - staff code, loaded by the grader
-    return module
-
-
 def environment(device: str) -> dict:
     import triton
 
@@ -512,7 +472,7 @@ def main(jobdir: Path, run_id: str) -> int:
         compile_here(jobdir)
     for item in job.get("perf") or []:
         try:
-            baselines[item["index"]] = getattr(_load_staff_module(f"baseline{item['index']}",
+            baselines[item["index"]] = getattr(load_baseline(f"baseline{item['index']}",
                                                                   str(ROOT / item["baseline"])), job["entry"])
         except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
             baselines[item["index"]] = f"the baseline could not be loaded: {type(exc).__name__}: {exc}"
