@@ -22,6 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -551,7 +552,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         shutil.rmtree(base, ignore_errors=True)
 
 
-def staff_timing(task: TaskSpec, spec: JobSpec, base: Path, shard_runner) -> Path | None:
+def staff_timing(task: TaskSpec, spec: JobSpec, base: Path,
+                 shard_runner: Callable[[Path, int, JobSpec, list[int]], list[WorkerRun]]) -> Path | None:
     """Time the task's reference solution as `spec` times a submission (same baselines, cases, clock and sandbox),
     in a job folder of its own. Returns that folder, or None when the task has no solution.py (every speed test
     of the task then fails closed: nothing to check the submission's run against)."""

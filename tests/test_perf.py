@@ -253,9 +253,56 @@ def test_timed_end_to_end_on_the_cpu_and_not_run_elsewhere(tmp_path, cfg):
     tests = {t.name: t for t in result.tests}
     assert tests["speed_pass"].outcome == "passed" and tests["speed_pass"].points == 1.0
     assert tests["speed_pass"].message.startswith("baseline ") and "yours" in tests["speed_pass"].message
+    # the staff's run of the reference (task 22's solution.py, against the same slow baseline) reached the judge
+    assert "the reference's speedup in the staff's run: " in tests["speed_pass"].message
     assert tests["speed_fail"].outcome == "failed" and "need >= 1e+06x" in tests["speed_fail"].message
     assert tests["speed_cuda"].outcome == "not_run" and tests["speed_cuda"].max_points == 0.0
     assert "not run on cpu" in tests["speed_cuda"].message
     assert result.failed == ["speed_fail"] and result.not_run == ["speed_cuda"]
     case_points = task.cases[0].points
     assert result.max_score == task.points_on("cpu") == case_points + 2 and result.score == case_points + 1
+
+
+# ------------------------------------------------------------------------ a compiled baseline in the sandbox
+
+
+_COMPILE_IN_SANDBOX = """
+import importlib.util, sys
+from pathlib import Path
+import torch
+from grader import sandbox, timing
+from grader.config import ROOT
+path = ROOT / "tasks" / "10_quantize_global_int8" / "baseline.py"
+if sys.argv[1] == "memory":
+    module = timing.load_baseline("b10", str(path))
+else:  # as a module is usually imported: from its file
+    spec = importlib.util.spec_from_file_location("b10", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+jobdir = Path(sys.argv[2])
+report = sandbox.apply(sandbox.plan(jobdir, ROOT, "cpu", 60, sandbox.Limits()), jobdir)
+if not report.get("files", "").startswith("on"):
+    print("NO-LANDLOCK")
+    sys.exit(0)
+try:
+    q, absmax = torch.compile(module.torch_math, backend="eager")(torch.tensor([0.5, -2.0]))
+    print("OK", q.tolist(), float(absmax))
+except Exception as exc:
+    print("FAILED", type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize("how, expected", [("memory", "OK [32, -127] 2.0"), ("file", "FAILED")])
+def test_a_compiled_baseline_runs_in_the_sandbox_only_when_loaded_from_memory(tmp_path, how, expected):
+    """torch.compile (Dynamo) opens the source file of what it compiles, and the sandbox refuses the task folder:
+    a baseline imported from its file fails there; `timing.load_baseline` (the worker's way) compiles."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _COMPILE_IN_SANDBOX, how, str(tmp_path)], capture_output=True,
+                         text=True, timeout=300, cwd=ROOT).stdout
+    if "NO-LANDLOCK" in out:
+        pytest.skip("Landlock is not available here")
+    assert expected in out, out
+    if how == "file":
+        assert "Permission denied" in out and "baseline.py" in out, out
