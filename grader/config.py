@@ -566,6 +566,9 @@ class CourseConfig:
     """Check every address a kernel loads, stores or updates against the tensors of its launch, and fail a case
     that touches memory outside them, even when the value read is never used (grader/bounds.py): on the CPU as
     the interpreter runs; on CUDA by running each call again with its kernels interpreted, on the CPU's inputs."""
+    informational_speed: bool = True
+    """Run the speed tests worth 0 points (the speed tier of tasks 10-14). Each costs a timing worker alone on the
+    GPU, about 10 s a file on the H100; false leaves them out of the tasks (no score changes)."""
     always_allowed_imports: list[str] = field(default_factory=list)
     homeworks: dict[str, Homework] = field(default_factory=dict)
 
@@ -686,6 +689,10 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
                     f"{hw_where}.tasks.{task_id}: {points} points here, but tasks/{task_id}/task.yaml "
                     f"adds up to {tasks[task_id].points}"
                 )
+    informational_speed = _flag(grading, "informational_speed", True, where)
+    if tasks is not None and not informational_speed:  # after speed_points: a test given points stays
+        for task_id, task in list(tasks.items()):
+            tasks[task_id] = replace(task, perf=[p for p in task.perf if p.points > 0])
     timeout = _per_device(grading, "timeout_s", TIMEOUT_S, where)
     stall = _per_device(grading, "stall_s", STALL_S, where)
     return CourseConfig(
@@ -701,6 +708,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
         sandbox=_sandbox(grading.get("sandbox"), where),
         gpu_compile=_flag(grading, "gpu_compile", True, where),
         bounds=_flag(grading, "bounds", True, where),
+        informational_speed=informational_speed,
         always_allowed_imports=[str(m) for m in data.get("always_allowed_imports") or []],
         homeworks=homeworks,
     )

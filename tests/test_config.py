@@ -64,6 +64,30 @@ def test_a_course_gives_the_speed_tier_points_in_config_yaml(tmp_path):
         load_config(tmp_path / "d.yaml", discover_tasks()[0])
 
 
+def test_informational_speed_tests_can_be_left_out(tmp_path):
+    """grading.informational_speed: false drops the 0-point speed tests (a class's batch need not pay a timing
+    worker per file for them); a speed test a course gave points keeps running."""
+    base = (ROOT / "config.yaml").read_text()
+    assert base.count("  informational_speed: true") == 1
+    off = base.replace("  informational_speed: true", "  informational_speed: false")
+    (tmp_path / "a.yaml").write_text(off)
+    tasks, _ = discover_tasks()
+    cfg = load_config(tmp_path / "a.yaml", tasks)
+    assert not cfg.informational_speed
+    assert not tasks["10_quantize_global_int8"].perf and tasks["10_quantize_global_int8"].points == 2.0
+    assert [p.id for p in tasks["23_lowbit_dw_fused"].perf] == ["speed_k8192", "speed_k100864"]  # 0.75 points each
+    task12 = "12_matmul_int8_fused_dequant"
+    given = off.replace("    speed_points: {}\n", f"    speed_points: {{{task12}: {{speed_vs_compile: 1.0}}}}\n")
+    (tmp_path / "b.yaml").write_text(given.replace(f"{task12}: 4.0", f"{task12}: 5.0"))
+    tasks, _ = discover_tasks()
+    load_config(tmp_path / "b.yaml", tasks)
+    assert [p.id for p in tasks["12_matmul_int8_fused_dequant"].perf] == ["speed_vs_compile"]
+    assert not tasks["11_quantize_rowwise_int8"].perf
+    (tmp_path / "c.yaml").write_text(base.replace("  informational_speed: true", "  informational_speed: 0"))
+    with pytest.raises(ConfigError, match="grading.informational_speed must be true or false"):
+        load_config(tmp_path / "c.yaml")
+
+
 def test_a_broken_folder_is_reported_and_the_rest_load(tmp_path):
     _copy_task(tmp_path)
     broken_folder = _copy_task(tmp_path, "11_quantize_rowwise_int8")
