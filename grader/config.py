@@ -150,7 +150,7 @@ class PerfTest:
     """A speed test: the submission against a staff baseline on one case's inputs, timed in the same worker.
 
     It passes when the case passes, the timed calls' outputs are right, the baseline ran as fast beside the
-    submission as in the staff's own timing run (grader/judge.py STAFF_SLACK), and baseline / submission >= threshold
+    submission as in the staff's own timing run (grader/speed.py STAFF_SLACK), and baseline / submission >= threshold
     (medians). A test worth 0 points is informational: the threshold is reported, not applied. It runs only on
     `devices`; elsewhere it is reported as not run, with 0 of 0 points."""
 

@@ -534,11 +534,11 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             task, jobdir = contexts[n][0].task, contexts[n][1]
             if task.id not in staff_runs:
                 staff_runs[task.id] = staff_timing(task, spec, base, shard_runner)
-            warm = staff_runs[task.id] / "inductor" if staff_runs[task.id] else None
-            if warm is not None and warm.is_dir():  # torch.compile's cache from the staff's run: a quicker start
-                shutil.copytree(warm, jobdir / "inductor", dirs_exist_ok=True)
+            staff_dir = staff_runs[task.id]
+            if staff_dir and (staff_dir / "inductor").is_dir():  # torch.compile's cache: a quicker start
+                shutil.copytree(staff_dir / "inductor", jobdir / "inductor", dirs_exist_ok=True)
             runs[n] += shard_runner(jobdir, len(plan[n]), spec, [])
-            for record in staff_runs[task.id].glob("perf-*.pt") if staff_runs[task.id] else []:
+            for record in staff_dir.glob("perf-*.pt") if staff_dir else []:
                 shutil.copyfile(record, jobdir / f"{judge.STAFF_PERF}-{record.name.removeprefix('perf-')}")
             pending[n] -= 1
             if not pending[n]:

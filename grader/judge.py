@@ -111,13 +111,7 @@ class WorkerResults:
         """The timing record of speed test `index`, or None and the reason it is missing."""
         path = self.jobdir / f"perf-{index}.pt"
         if path.exists():
-            try:
-                data = torch.load(path, weights_only=True)
-                if not isinstance(data, dict) or data.get("test") != test_id:
-                    raise ValueError("unexpected content")
-                return data, ""
-            except Exception as exc:  # noqa: BLE001 - garbled results fail closed
-                return None, f"the worker's timing record is unreadable ({type(exc).__name__}: {exc})"
+            return _timing_record(path, test_id, "the worker's")
         run = next((r for r in reversed(self.runs) if not r.cases), None)
         if run is None:
             return None, "not timed: no timing worker was started"
@@ -133,13 +127,18 @@ class WorkerResults:
         path = self.jobdir / f"{STAFF_PERF}-{index}.pt"
         if not path.exists():
             return None, "the staff's timing run of the reference left no record"
-        try:
-            data = torch.load(path, weights_only=True)
-            if not isinstance(data, dict) or data.get("test") != test_id:
-                raise ValueError("unexpected content")
-            return data, ""
-        except Exception as exc:  # noqa: BLE001
-            return None, f"the staff's timing record is unreadable ({type(exc).__name__}: {exc})"
+        return _timing_record(path, test_id, "the staff's")
+
+
+def _timing_record(path: Path, test_id: str, whose: str) -> tuple[dict | None, str]:
+    """A timing record file of speed test `test_id`, or None and why it cannot be used (garbled: fail closed)."""
+    try:
+        data = torch.load(path, weights_only=True)
+        if not isinstance(data, dict) or data.get("test") != test_id:
+            raise ValueError("unexpected content")
+        return data, ""
+    except Exception as exc:  # noqa: BLE001 - garbled results fail closed
+        return None, f"{whose} timing record is unreadable ({type(exc).__name__}: {exc})"
 
 
 def resolve_shared(runs: list) -> list:

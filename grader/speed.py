@@ -65,18 +65,8 @@ def _outputs_checked(task: TaskSpec, case: CaseData, outputs: list) -> str | Non
     return None
 
 
-def _baseline_work(record: dict, reps: int) -> tuple[float, str]:
-    """The baseline's median GPU busy time (kernels only: the host's gaps between them vary with the machine's
-    load), or its median time where the record has no busy times (the host clock)."""
-    try:
-        return median(times(record, "busy_baseline", reps)), "GPU busy time"
-    except ValueError:
-        return median(times(record, "baseline", reps)), "time"
-
-
-def _staff_side(record: dict | None, why: str, reps: int, clock: str) -> tuple[float, float, float] | str:
-    """The staff run's medians (reference, baseline, the baseline's work: `_baseline_work`), or why they cannot
-    be used."""
+def _staff_side(record: dict | None, why: str, reps: int, clock: str) -> tuple[dict, float, float] | str:
+    """The staff run's record and its medians (reference, baseline), or why it cannot be used."""
     if record is None:
         return why
     if record.get("error"):
@@ -84,10 +74,19 @@ def _staff_side(record: dict | None, why: str, reps: int, clock: str) -> tuple[f
     try:
         if record.get("clock", "wall") != clock:
             raise ValueError(f"its clock is {record.get('clock')!r}, the submission's {clock!r}")
-        return (median(times(record, "submission", reps)), median(times(record, "baseline", reps)),
-                _baseline_work(record, reps)[0])
+        return record, median(times(record, "submission", reps)), median(times(record, "baseline", reps))
     except (TypeError, ValueError) as exc:
         return f"the staff's timing record is garbled ({exc})"
+
+
+def _baseline_slowed(record: dict, staff: dict, reps: int) -> tuple[float, float, float, str]:
+    """How much longer the baseline took in the submission's run than in the staff's: (ratio, the two medians,
+    what was compared). Its GPU busy time where both records have one (the host's gaps between kernels vary with
+    the machine's load), else its time. ValueError for a garbled record."""
+    key, what = ("busy_baseline", "GPU busy time") if "busy_baseline" in record and "busy_baseline" in staff \
+        else ("baseline", "time")
+    mine, theirs = median(times(record, key, reps)), median(times(staff, key, reps))
+    return mine / theirs, mine, theirs, what
 
 
 def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, results: WorkerResults) -> Verdict:
@@ -134,12 +133,11 @@ def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, res
     side = _staff_side(*results.staff_perf_record(index, test.id), test.reps, clock_name)
     if isinstance(side, str):
         return Verdict(False, f"{text}; not judged: {side}", staff=staff)
-    t_ref, t_base_staff, work_staff = side
+    staff_record, t_ref, t_base_staff = side
     try:
-        work, what = _baseline_work(record, test.reps)
-    except ValueError as exc:
-        return Verdict(False, f"the worker's timing record is garbled ({exc})")
-    slowed = work / work_staff
+        slowed, work, work_staff, what = _baseline_slowed(record, staff_record, test.reps)
+    except (TypeError, ValueError) as exc:
+        return Verdict(False, f"{text}; not judged: a timing record is garbled ({exc})", staff=staff)
     if slowed > STAFF_SLACK:
         return Verdict(False, f"{text}; not judged: the baseline's {what} was {slowed:.2f}x as long beside your "
                               f"code as in the staff's run ({work * 1e3:.4f} ms against {work_staff * 1e3:.4f} ms): "

@@ -22,6 +22,7 @@ import time
 START = time.perf_counter()  # before torch and triton load: "ready after" in the log includes them
 
 import contextlib
+import functools
 import importlib.util
 import json
 import os
@@ -472,8 +473,8 @@ def main(jobdir: Path, run_id: str) -> int:
         compile_here(jobdir)
     for item in job.get("perf") or []:
         try:
-            baselines[item["index"]] = getattr(load_baseline(f"baseline{item['index']}",
-                                                                  str(ROOT / item["baseline"])), job["entry"])
+            module = load_baseline(f"baseline{item['index']}", str(ROOT / item["baseline"]))
+            baselines[item["index"]] = getattr(module, job["entry"])
         except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
             baselines[item["index"]] = f"the baseline could not be loaded: {type(exc).__name__}: {exc}"
     load["sandbox"] = enter_sandbox(job, jobdir)
@@ -551,9 +552,10 @@ def main(jobdir: Path, run_id: str) -> int:
         if isinstance(baseline, str):
             record = {"error": baseline}
         else:
-            alive = {"perf": item["test"], "warming": True, "started": time.time()}
+            alive = functools.partial(_write_json, status, {"perf": item["test"], "warming": True,
+                                                            "started": time.time()})
             record = time_calls(entry, baseline, cases[item["case"]], device, item["warmup"], item["reps"],
-                                item.get("clock", "gpu"), progress=lambda alive=alive: _write_json(status, alive))
+                                item.get("clock", "gpu"), progress=alive)
         _save(jobdir / f"perf-{item['index']}.pt", {"test": item["test"], **record})
         print(f"  {item['test']}: timed in {time.perf_counter() - t_perf:.2f} s", flush=True)
     _write_json(status, {"done": True})

@@ -198,6 +198,13 @@ def test_on_the_gpu_clock_the_check_compares_the_baselines_busy_time(tmp_path):
     eager = {**gaps, "busy_baseline": [3.2e-3] * 5}
     v = speed.judge_perf(_perf_task(points=0), 0, _case(), OK, _results(tmp_path, eager, staff))
     assert not v.ok and "the baseline's GPU busy time was 4.00x as long" in v.message
+    # like is compared with like: a record without busy times is checked on both records' times
+    no_busy = {k: v for k, v in gaps.items() if not k.startswith("busy_")}
+    v = speed.judge_perf(_perf_task(points=0), 0, _case(), OK, _results(tmp_path, no_busy, staff))
+    assert not v.ok and "the baseline's time was 2.00x as long" in v.message
+    garbled = {**gaps, "busy_baseline": [1e-3] * 4}
+    v = speed.judge_perf(_perf_task(points=0), 0, _case(), OK, _results(tmp_path, garbled, staff))
+    assert not v.ok and "not judged: a timing record is garbled (busy_baseline: expected 5 times" in v.message
 
 
 @pytest.mark.parametrize("staff, why", [
