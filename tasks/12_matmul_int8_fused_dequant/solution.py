@@ -4,15 +4,26 @@ import torch
 import triton
 import triton.language as tl
 
+# Above this batch size, the wrapper first copies W into W^T (OUT, IN) and the kernel reads that copy. Why:
+# Hopper's tensor-core instruction for 8-bit inputs (wgmma) takes both tiles with K as the contiguous axis. A
+# row-major W (IN, OUT) has OUT contiguous, so Triton transposes every W tile through registers, and the
+# loads can no longer run ahead of the math. Measured on the H100 (IN = OUT = 8192, triton 3.6), whole calls:
+#   B = 8192: 10730 us (102 TOPS) on W, 1047 us (1050 TOPS) on W^T, the copy's 52 us included;
+#   B = 128:    126 us on W,            100 us on W^T;
+#   B = 16:      50 us on W,             86 us on W^T: at a few rows the copy costs more than it saves.
+TRANSPOSE_ABOVE_B = 32
+
 
 @triton.autotune(
     configs=[
-        # Tiles of the output are BLOCK_M x BLOCK_N; BLOCK_K is the depth of one step of the K loop.
-        # int8 tiles are small (1 byte per element), so deep K steps and 3-4 pipeline stages fit in shared memory.
-        triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4, num_stages=3),
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4, num_stages=3),
-        triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32}, num_warps=4, num_stages=4),
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128}, num_warps=8, num_stages=3),
+        # Tiles of the output are BLOCK_M x BLOCK_N; BLOCK_K is the depth of one step of the K loop. int8 tiles
+        # are small (1 byte per element), so deep K steps and 3-5 pipeline stages fit in shared memory
+        # (128 x 256 x 128: 48 KB a stage). Each config was the fastest tried on the H100 (IN = OUT = 8192) at
+        # its batch size: B = 8192 (W^T), B = 128 (W^T), B = 32 and B = 16 (W).
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8, num_stages=3),
+        triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=4),
+        triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=5),
+        triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=5),
     ],
     key=["B", "IN", "OUT"],
 )
@@ -21,7 +32,7 @@ def _forward_int8_fused_kernel(
     # inputs, all contiguous
     x_q_ptr,          # *int8, (B, IN): quantized activations
     x_scale_ptr,      # *fp32, one element: s_x
-    w_q_ptr,          # *int8, (IN, OUT): quantized weights
+    w_q_ptr,          # *int8, (IN, OUT): quantized weights; (OUT, IN), their transpose, when W_T
     w_scale_ptr,      # *fp32, (OUT,) if PER_CHANNEL else one element: s_w
     b_ptr,            # *fp16, (OUT,): the bias; any valid pointer when HAS_BIAS is False (never read then)
     # output, contiguous
@@ -35,19 +46,33 @@ def _forward_int8_fused_kernel(
     # switches, fixed by the wrapper: each combination compiles to its own kernel, with no runtime branch
     PER_CHANNEL: tl.constexpr,
     HAS_BIAS: tl.constexpr,
+    W_T: tl.constexpr,       # w_q_ptr holds W^T, (OUT, IN) row-major
+    GROUP_M: tl.constexpr,   # tile rows per group of the launch order (below)
 ):
-    # Program (pid_m, pid_n) computes the output tile Y[offs_m, offs_n].
-    pid_m = tl.program_id(axis=0)
-    pid_n = tl.program_id(axis=1)
+    # Program (pid_m, pid_n) computes the output tile Y[offs_m, offs_n]. The grid is (B tiles, OUT tiles), but
+    # its programs are renumbered: consecutive programs walk down GROUP_M tile rows before moving one tile
+    # column right, so the programs running at the same time share X rows and W columns in L2.
+    num_pid_m = tl.num_programs(axis=0)
+    num_pid_n = tl.num_programs(axis=1)
+    pid = tl.program_id(axis=1) * num_pid_m + tl.program_id(axis=0)
+    group_id = pid // (GROUP_M * num_pid_n)
+    first_pid_m = group_id * GROUP_M
+    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)  # the last group may be shorter
+    pid_m = first_pid_m + (pid % (GROUP_M * num_pid_n)) % group_size_m
+    pid_n = (pid % (GROUP_M * num_pid_n)) // group_size_m
+
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # rows of X and Y (batch)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # columns of W and Y (output channels)
     offs_k = tl.arange(0, BLOCK_K)                    # position inside the current K step
     mask_m = offs_m < B    # the last tile row may run past B
     mask_n = offs_n < OUT  # the last tile column may run past OUT
 
-    # Row-major addressing: X[m, k] is at m * IN + k, W[k, n] at k * OUT + n.
-    x_ptrs = x_q_ptr + offs_m[:, None] * IN + offs_k[None, :]   # (BLOCK_M, BLOCK_K)
-    w_ptrs = w_q_ptr + offs_k[:, None] * OUT + offs_n[None, :]  # (BLOCK_K, BLOCK_N)
+    # Row-major addressing: X[m, k] is at m * IN + k; W[k, n] at k * OUT + n, or at n * IN + k in W^T.
+    x_ptrs = x_q_ptr + offs_m[:, None] * IN + offs_k[None, :]       # (BLOCK_M, BLOCK_K)
+    if W_T:
+        w_ptrs = w_q_ptr + offs_n[:, None] * IN + offs_k[None, :]   # (BLOCK_N, BLOCK_K), K contiguous
+    else:
+        w_ptrs = w_q_ptr + offs_k[:, None] * OUT + offs_n[None, :]  # (BLOCK_K, BLOCK_N), OUT contiguous
 
     # int8 x int8 products summed exactly in int32 (|sum| <= 127 * 127 * IN, no overflow below IN ~ 133000).
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
@@ -55,10 +80,14 @@ def _forward_int8_fused_kernel(
         # The last K step may run past IN: masked elements load as 0 and add nothing to the sum.
         mask_k = k * BLOCK_K + offs_k < IN
         x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0)
-        w = tl.load(w_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0)
+        if W_T:
+            w = tl.trans(tl.load(w_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0))
+            w_ptrs += BLOCK_K
+        else:
+            w = tl.load(w_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0)
+            w_ptrs += BLOCK_K * OUT
         acc += tl.dot(x, w)  # int8 x int8 -> int32 on the integer tensor cores
         x_ptrs += BLOCK_K
-        w_ptrs += BLOCK_K * OUT
 
     # Fused dequantization, once per output tile (not once per K step): Y = fp32(acc) * s_x * s_w[n].
     s_x = tl.load(x_scale_ptr)
@@ -74,6 +103,17 @@ def _forward_int8_fused_kernel(
 
     y_ptrs = y_ptr + offs_m[:, None] * OUT + offs_n[None, :]
     tl.store(y_ptrs, y.to(tl.float16), mask=mask_m[:, None] & mask_n[None, :])
+
+
+@triton.jit
+def _transpose_int8_kernel(src_ptr, dst_ptr, R, C, BLOCK: tl.constexpr):
+    # dst (C, R) = src (R, C)^T, one BLOCK x BLOCK tile per program. Both the load and the store are along their
+    # matrix's contiguous axis; Triton moves the tile between the two layouts through shared memory.
+    offs_r = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    offs_c = tl.program_id(axis=1) * BLOCK + tl.arange(0, BLOCK)
+    mask = (offs_r[:, None] < R) & (offs_c[None, :] < C)
+    tile = tl.load(src_ptr + offs_r[:, None] * C + offs_c[None, :], mask=mask, other=0)
+    tl.store(dst_ptr + offs_c[None, :] * R + offs_r[:, None], tile, mask=mask)
 
 
 def matmul_int8_fused(x_q: torch.Tensor,
@@ -106,14 +146,26 @@ def matmul_int8_fused(x_q: torch.Tensor,
     tensors = [x_q, x_scale, w_q, w_scale] + ([bias] if bias is not None else [])
     assert all(t.device == x_q.device for t in tensors), "all inputs must be on the same device"
 
+    w_t = B > TRANSPOSE_ABOVE_B
+    if w_t:
+        # W^T, K contiguous (see TRANSPOSE_ABOVE_B). At 8192 x 8192 on the H100, torch's own w_q.t().contiguous()
+        # took 457 us; the kernel below 52 us with 128 x 128 tiles (2580 GB/s, 87% of a plain copy's), 57 us
+        # with 64 x 64 ones.
+        w_arg = torch.empty((OUT, IN), dtype=torch.int8, device=w_q.device)
+        block = 128
+        _transpose_int8_kernel[(triton.cdiv(IN, block), triton.cdiv(OUT, block))](w_q, w_arg, IN, OUT, BLOCK=block,
+                                                                                   num_warps=4)
+    else:
+        w_arg = w_q
     y = torch.empty((B, OUT), dtype=torch.float16, device=x_q.device)
     grid = lambda meta: (triton.cdiv(B, meta["BLOCK_M"]), triton.cdiv(OUT, meta["BLOCK_N"]))  # noqa: E731
     _forward_int8_fused_kernel[grid](
-        x_q, x_scale, w_q, w_scale,
+        x_q, x_scale, w_arg, w_scale,
         bias if bias is not None else y,  # without a bias, pass any fp16 pointer: HAS_BIAS=False never reads it
         y,
         B, IN, OUT,
         PER_CHANNEL=bool(per_channel),
         HAS_BIAS=bias is not None,
+        W_T=w_t,
     )
     return y
