@@ -23,7 +23,9 @@ def _quantize_global(
     n_elements,       # number of elements of x
     BLOCK_SIZE: tl.constexpr,
 ):
-    pid = tl.program_id(axis=0)
+    # Blocks in reverse order: the first pass (_absmax) read the end of x last, and some of it is still in L2
+    # (50 MB on the H100), so start there (8192 x 8192 fp16: 123.7 us in order, 121-123 us reversed).
+    pid = tl.num_programs(axis=0) - 1 - tl.program_id(axis=0)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements  # the last block may run past the end of x
     x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
