@@ -10,7 +10,8 @@ device-to-device copy reaches in the same run. GEMM rows show TOPS (int8) or TFL
 
 The reference is called as a student's file would be (its entry function, argument checks, allocation and any
 layout work included). The library calls get their best layout for free (prepared outside the timed call), as the
-issue's table did. Needs CUDA; nothing here is asserted: it prints.
+issue's table did; task 12's `_int_mm` is also timed with torch's copy of W^T inside the call, the layout work
+the reference's own call includes. Needs CUDA; nothing here is asserted: it prints.
 
 The Triton Puzzles' reference kernels have their own table, in the same style: scripts/bench_puzzles.py.
 """
