@@ -33,12 +33,18 @@ from pathlib import Path
 
 PRELOAD = ("numpy", "torch", "triton", "triton.language", "triton.runtime.autotuner", "triton.runtime.interpreter",
            "grader.worker", "grader.audit", "grader.sandbox")
+# On CUDA, for the timing workers' torch.compile'd baselines: in each such worker, importing Inductor's config took
+# 4.3 s and loading the baseline (which imports Dynamo) 3 s on the H100 box; with them here, selftest of tasks
+# 10-12 went from 350 to 286 s. Neither import starts CUDA or a thread, so a fork stays safe. Under the CPU
+# interpreter the speed tests are not run, so the server skips their 3-4 s (a worker that needs them imports them).
+PRELOAD_CUDA = ("torch._dynamo", "torch._inductor.config")
 
 
 def _preload() -> None:
     import importlib
 
-    for name in PRELOAD:
+    cuda = os.environ.get("TRITON_INTERPRET") != "1"
+    for name in PRELOAD + (PRELOAD_CUDA if cuda else ()):
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a child that needs it reports the import error itself
@@ -54,7 +60,7 @@ def _preload() -> None:
         sandbox.libcuda_dir()
     except Exception:  # noqa: BLE001 - the children do it themselves then
         pass
-    if os.environ.get("TRITON_INTERPRET") != "1":
+    if cuda:
         try:  # Triton's driver module, built once into the shared cache (no CUDA context: fork stays safe)
             from grader import tritoncache
 

@@ -43,3 +43,21 @@ def test_cuda_case_workers_get_one_work_queue_and_timing_workers_keep_the_defaul
     assert "CUDA_DEVICE_MAX_CONNECTIONS" not in spec_env(dataclasses.replace(spec, device="cpu"))
     monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "4")  # a TA's own setting wins
     assert spec_env(spec)["CUDA_DEVICE_MAX_CONNECTIONS"] == "4"
+
+
+def test_the_fork_servers_cuda_preload_starts_no_thread_and_no_cuda():
+    """The fork server imports Dynamo and Inductor's config before it forks CUDA workers (grader/forkserver.py): that
+    is safe only while those imports start no thread and no CUDA context, which a fork would not carry over."""
+    import subprocess
+    import sys
+
+    from grader.forkserver import PRELOAD, PRELOAD_CUDA
+
+    code = ("import importlib, threading, torch\n"
+            f"for name in {PRELOAD + PRELOAD_CUDA!r}: importlib.import_module(name)\n"
+            "print(threading.active_count(), torch.cuda.is_initialized())\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == ["1", "False"], done.stdout
