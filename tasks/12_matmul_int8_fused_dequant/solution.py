@@ -8,7 +8,7 @@ import triton.language as tl
 # Hopper's tensor-core instruction for 8-bit inputs (wgmma) takes both tiles with K as the contiguous axis. A
 # row-major W (IN, OUT) has OUT contiguous, so Triton transposes every W tile through registers, and the
 # loads can no longer run ahead of the math. Measured on the H100 (IN = OUT = 8192, triton 3.6), whole calls:
-#   B = 8192: 3731 us (295 TOPS) on W, 1047 us (1050 TOPS) on W^T, the copy's 52 us included;
+#   B = 8192: 1047 us (1050 TOPS) on W^T, the copy's 52 us included; on W, the best kernel alone took 3731 us;
 #   B = 128:    126 us on W,            100 us on W^T;
 #   B = 16:      50 us on W,             86 us on W^T: at a few rows the copy costs more than it saves.
 TRANSPOSE_ABOVE_B = 32
