@@ -67,7 +67,11 @@ def _math(task: str):
 # ------------------------------------------------------------------------------------------- rows
 
 
-def row(label: str, ref: float, others: dict[str, float | None], extra: str = "") -> None:
+ROWS: list[dict] = []  # every printed row, for the targets at the end
+
+
+def row(label: str, ref: float, others: dict[str, float | None], extra: str = "", share: float | None = None) -> None:
+    ROWS.append({"label": label, "ref": ref, "others": others, "share": share})
     cells = [f"{label:<34}", f"ref {ref:9.1f} us"]
     for name, t in others.items():
         cells.append(f"{name} {t:9.1f} us ({t / ref:5.2f}x)" if t else f"{name} {'-':>9}")
@@ -93,7 +97,7 @@ def memory_bound(args, copy_gbs: float) -> None:
         moved = reads * x.numel() * x.element_size() + x.numel()  # reads of x, one int8 write
         gbs = moved / t_ref / 1e3
         row(f"{task} {n}x{n} fp16", t_ref, {"compile": t_comp, "eager": t_eager},
-            f"{moved / 1e6:.0f} MB moved: {gbs:.0f} GB/s = {gbs / copy_gbs:.0%} of copy")
+            f"{moved / 1e6:.0f} MB moved: {gbs:.0f} GB/s = {gbs / copy_gbs:.0%} of copy", share=gbs / copy_gbs)
 
 
 def _int_mm_copying(x_q: torch.Tensor, w_q: torch.Tensor) -> torch.Tensor:
@@ -142,6 +146,39 @@ def gemms(args) -> None:
                 f"{ops / t_ref / 1e6:.0f} TFLOPS")
 
 
+def targets(rows: list[dict]) -> list[str]:
+    """Issue 16's targets, one line per row: the memory-bound tasks (10, 11, 13) at >= 1x torch.compile and >= 90%
+    of the copy's bandwidth; 12 at >= 1.5x the best of torch.compile and `_int_mm`, read two ways (with torch's
+    copy of W^T in `_int_mm`'s call, and with W^T handed to it); 14 at >= 1x torch.compile. A ratio is other /
+    reference; a missing measurement (no compile, `_int_mm` below 17 rows) leaves the other side out."""
+    def best(others: dict, names: tuple[str, ...]) -> float | None:
+        times = [others[n] for n in names if others.get(n)]
+        return min(times) if times else None
+
+    lines = []
+    for r in rows:
+        task, ref, others = r["label"].split()[0], r["ref"], r["others"]
+        checks: list[tuple[str, bool]] = []
+        if task in ("10", "11", "13"):
+            if others.get("compile"):
+                checks.append((f"{others['compile'] / ref:.2f}x compile (>= 1)", others["compile"] / ref >= 1.0))
+            if r["share"] is not None:
+                checks.append((f"{r['share']:.0%} of copy (>= 90%)", r["share"] >= 0.90))
+        elif task == "12":
+            for what, names in (("with the copy", ("compile", "_int_mm + torch's copy")),
+                                ("W^T given", ("compile", "_int_mm colmajor"))):
+                other = best(others, names)
+                if other:
+                    checks.append((f"{other / ref:.2f}x the best, {what} (>= 1.5)", other / ref >= 1.5))
+        elif task == "14" and others.get("compile"):
+            checks.append((f"{others['compile'] / ref:.2f}x compile (>= 1)", others["compile"] / ref >= 1.0))
+        if checks:
+            verdict = "met" if all(ok for _, ok in checks) else "MISSED"
+            lines.append(f"{r['label']:<34}  {verdict:<6}  " + "; ".join(
+                text + ("" if ok else " <-") for text, ok in checks))
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=["10", "11", "12", "13", "14"])
@@ -161,6 +198,9 @@ def main() -> None:
           f"triton {triton.__version__}; device-to-device copy of 256 MiB: {copy_gbs:.0f} GB/s (read + write)")
     memory_bound(args, copy_gbs)
     gemms(args)
+    print("\ntargets (issue 16):")
+    for line in targets(ROWS):
+        print(line)
 
 
 if __name__ == "__main__":

@@ -21,3 +21,41 @@ def test_bench_puzzles_smoke_prints_a_matching_row_per_size() -> None:
     assert [r.split()[0] for r in rows] == ["p02", "p02", "p08", "p08", "p11", "p11"], done.stdout
     assert all(" ref " in r and " us " in r for r in rows), done.stdout
     assert not [r for r in rows if "differs from eager torch" in r], done.stdout
+
+
+def _bench_references():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_references", ROOT / "scripts" / "bench_references.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_references_targets_read_the_rows_as_issue_16_states_them() -> None:
+    """Rows as scripts/bench_references.py collects them, with the H100's figures of 2026-11-24 (but task 13 at 89%
+    of the copy's bandwidth, not its 90%, so that this check is seen to fail too)."""
+    targets = _bench_references().targets
+    rows = [
+        {"label": "10 8192x8192 fp16", "ref": 122.8, "others": {"compile": 126.0, "eager": 1131.3}, "share": 0.93},
+        {"label": "11 8192x8192 fp16", "ref": 72.7, "others": {"compile": 70.6, "eager": 1162.9}, "share": 0.94},
+        {"label": "13 8192x8192 fp16", "ref": 126.3, "others": {"compile": 129.8, "eager": 1590.5}, "share": 0.89},
+        {"label": "12 8192x8192x8192 int8", "ref": 1062.7, "share": None,
+         "others": {"compile": 3896.4, "_int_mm colmajor": 1213.0, "_int_mm + torch's copy": 1596.2,
+                    "_int_mm rowmajor": 8469.4}},
+        {"label": "12 16x8192x8192 int8", "ref": 49.3, "share": None,
+         "others": {"compile": 67.8, "_int_mm colmajor": None, "_int_mm + torch's copy": None,
+                    "_int_mm rowmajor": None}},
+        {"label": "14 128x8192x8192 dX", "ref": 63.9, "share": None,
+         "others": {"compile": 130.8, "cuBLAS fp16 (W dequantized)": 62.0}},
+        {"label": "14 8192x8192x8192 dX", "ref": 2575.2, "share": None,
+         "others": {"compile": 1654.8, "cuBLAS fp16 (W dequantized)": 1571.6}},
+    ]
+    lines = targets(rows)
+    verdicts = [line[34:].split()[0] for line in lines]  # after the label's column
+    assert verdicts == ["met", "MISSED", "MISSED", "MISSED", "MISSED", "met", "MISSED"], "\n".join(lines)
+    assert "0.97x compile (>= 1) <-" in lines[1] and "94% of copy (>= 90%);" not in lines[1]
+    assert "89% of copy (>= 90%) <-" in lines[2]  # 1.03x compile, but under 90% of the copy's bandwidth
+    # 12 at 8192^3: 1.50x with the copy in _int_mm's call (met), 1.14x with W^T given (missed)
+    assert "1.50x the best, with the copy (>= 1.5);" in lines[3] and "1.14x the best, W^T given (>= 1.5) <-" in lines[3]
+    assert "1.38x the best" in lines[4]  # batch 16: no _int_mm, so compile is the best
