@@ -33,22 +33,26 @@ from pathlib import Path
 
 PRELOAD = ("numpy", "torch", "triton", "triton.language", "triton.runtime.autotuner", "triton.runtime.interpreter",
            "grader.worker", "grader.audit", "grader.sandbox")
-# On CUDA, for the timing workers' torch.compile'd baselines: in each such worker, importing Inductor's config took
-# 4.3 s and loading the baseline (which imports Dynamo) 3 s on the H100 box; with them here, selftest of tasks
-# 10-12 went from 350 to 286 s. Neither import starts CUDA or a thread, so a fork stays safe. Under the CPU
-# interpreter the speed tests are not run, so the server skips their 3-4 s (a worker that needs them imports them).
-PRELOAD_CUDA = ("torch._dynamo", "torch._inductor.config")
+# For the timing workers' torch.compile'd baselines, imported by the server before it forks the first of them (a
+# request with "compiles"), so a grading run without speed tests never pays their 3-4 s. In each timing worker,
+# importing Inductor's config took 4.3 s and loading the baseline (which imports Dynamo) 3 s on the H100 box; with
+# them in the server, selftest of tasks 10-12 went from 350 to 286 s. Neither import starts CUDA or a thread, so a
+# fork stays safe (tests/test_worker.py).
+PRELOAD_COMPILE = ("torch._dynamo", "torch._inductor.config")
 
 
-def _preload() -> None:
+def _import(names: tuple[str, ...]) -> None:
     import importlib
 
-    cuda = os.environ.get("TRITON_INTERPRET") != "1"
-    for name in PRELOAD + (PRELOAD_CUDA if cuda else ()):
+    for name in names:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a child that needs it reports the import error itself
             pass
+
+
+def _preload() -> None:
+    _import(PRELOAD)
     try:  # what each child would otherwise pay again: torch's first mode window (0.9 s on one of CI's cores)
         import torch
 
@@ -60,7 +64,7 @@ def _preload() -> None:
         sandbox.libcuda_dir()
     except Exception:  # noqa: BLE001 - the children do it themselves then
         pass
-    if cuda:
+    if os.environ.get("TRITON_INTERPRET") != "1":
         try:  # Triton's driver module, built once into the shared cache (no CUDA context: fork stays safe)
             from grader import tritoncache
 
@@ -116,6 +120,7 @@ def serve() -> int:
     selector.register(0, selectors.EVENT_READ)
     buffer = b""
     open_input = True
+    compile_ready = False  # PRELOAD_COMPILE imported
     while open_input or children:
         if open_input and selector.select(timeout=0.02):
             chunk = os.read(0, 1 << 16)
@@ -130,6 +135,9 @@ def serve() -> int:
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
                 request = json.loads(line)
+                if request.get("compiles") and not compile_ready:
+                    _import(PRELOAD_COMPILE)
+                    compile_ready = True
                 pid = os.fork()
                 if pid == 0:
                     _child(request)

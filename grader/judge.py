@@ -120,7 +120,6 @@ class WorkerResults:
             return None, f"not timed: {run.describe_exit()} while timing this test"
         return None, f"not timed: {run.describe_exit()} before this test was timed"
 
-
     def staff_perf_record(self, index: int, test_id: str) -> tuple[dict | None, str]:
         """The staff's timing record of speed test `index` (the reference against the same baseline, in a worker
         of its own; the grader puts it here after the submission's timing worker ended), or None and why not."""

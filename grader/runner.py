@@ -155,7 +155,7 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
     start = time.monotonic()
     server = ForkServer.get(spec.device, env) if spec.fork_server else None
     proc = server.fork({"jobdir": str(jobdir), "run_id": run_id, "cwd": str(scratch), "log": str(log_path),
-                        "env": env}) if server else None
+                        "env": env, "compiles": bool(spec.perf)}) if server else None
     if proc is None:  # no fork server (or it failed): a fresh interpreter
         with open(log_path, "ab") as log:
             proc = _Spawned(subprocess.Popen(

@@ -46,15 +46,16 @@ def test_cuda_case_workers_get_one_work_queue_and_timing_workers_keep_the_defaul
 
 
 def test_the_fork_servers_cuda_preload_starts_no_thread_and_no_cuda():
-    """The fork server imports Dynamo and Inductor's config before it forks CUDA workers (grader/forkserver.py): that
-    is safe only while those imports start no thread and no CUDA context, which a fork would not carry over."""
+    """The fork server imports Dynamo and Inductor's config before it forks the first timing worker, and forks CUDA
+    workers after that (grader/forkserver.py): safe only while those imports start no thread and no CUDA context,
+    which a fork would not carry over."""
     import subprocess
     import sys
 
-    from grader.forkserver import PRELOAD, PRELOAD_CUDA
+    from grader.forkserver import PRELOAD, PRELOAD_COMPILE
 
     code = ("import importlib, threading, torch\n"
-            f"for name in {PRELOAD + PRELOAD_CUDA!r}: importlib.import_module(name)\n"
+            f"for name in {PRELOAD + PRELOAD_COMPILE!r}: importlib.import_module(name)\n"
             "print(threading.active_count(), torch.cuda.is_initialized())\n")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
