@@ -7,26 +7,35 @@ import triton.language as tl
 # Above this batch size, the wrapper first copies W into W^T (OUT, IN) and the kernel reads that copy. Why:
 # Hopper's tensor-core instruction for 8-bit inputs (wgmma) takes both tiles with K as the contiguous axis. A
 # row-major W (IN, OUT) has OUT contiguous, so Triton transposes every W tile through registers, and the
-# loads can no longer run ahead of the math. Measured on the H100 (IN = OUT = 8192, triton 3.6), whole calls:
-#   B = 8192: 1047 us (1050 TOPS) on W^T, the copy's 52 us included; on W, the best kernel alone took 3731 us;
-#   B = 128:    126 us on W,            100 us on W^T;
-#   B = 16:      50 us on W,             86 us on W^T: at a few rows the copy costs more than it saves.
-TRANSPOSE_ABOVE_B = 32
+# loads can no longer run ahead of the math. The copy costs a fixed 52 us at 8192 x 8192 (H100), so it pays only
+# once the batch is large. Measured on the H100 (IN = OUT = 8192, triton 3.6), best config of each path:
+#   B = 8192: 1047 us (1050 TOPS) a call on W^T, the copy included; on W, the kernel alone took 3731 us;
+#   B = 128:    78 us (kernel) on W,    46 us + the copy on W^T;
+#   B = 32:     43 us on W,             37 us + the copy on W^T.
+TRANSPOSE_ABOVE_B = 128
+
+
+def _fit_batch(configs: list, named_args: dict, **kwargs) -> list:
+    """Prune the autotuner's list: keep configs whose BLOCK_M is no taller than the batch rounded up to a power of
+    two (at least 16). A taller tile only multiplies rows of padding, and timing it costs a compile."""
+    rows = max(16, triton.next_power_of_2(named_args["B"]))
+    return [c for c in configs if c.kwargs["BLOCK_M"] <= rows] or configs
 
 
 @triton.autotune(
     configs=[
         # Tiles of the output are BLOCK_M x BLOCK_N; BLOCK_K is the depth of one step of the K loop. int8 tiles
-        # are small (1 byte per element), so deep K steps and 3-5 pipeline stages fit in shared memory
-        # (128 x 256 x 128: 48 KB a stage). On the H100 (IN = OUT = 8192), the first was the fastest of those tried
-        # at B = 8192 (on W^T), the second at B = 128 (W^T), the last at B = 16 (W); the third is for batches of
-        # 17 to 32 (on W: 52.7 us a call at B = 32).
+        # are small (1 byte per element), so deep K steps and 3-4 pipeline stages fit in shared memory
+        # (128 x 256 x 128: 48 KB a stage). Each was the fastest of those tried on the H100 (IN = OUT = 8192) at
+        # one batch: on W^T, B = 8192 and B = 256; on W as given, B = 128 (78 us), 32 (43 us) and 16 (41 us).
         triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8, num_stages=3),
         triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=4),
-        triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=5),
-        triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=5),
+        triton.Config({"BLOCK_M": 32, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=4, num_stages=3),
+        triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=3),
+        triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=3),
     ],
     key=["B", "IN", "OUT"],
+    prune_configs_by={"early_config_prune": _fit_batch},
 )
 @triton.jit
 def _forward_int8_fused_kernel(
