@@ -4,9 +4,10 @@ the best library call, in one process, at the issue's large shapes and at a few 
     python scripts/bench_references.py [--tasks 10 11 12 13 14] [--quick] [--no-compile]
 
 For each row: the lowest of three medians of `triton.testing.do_bench` (L2 cleared between calls), in
-microseconds, and the ratios other / reference (> 1: the reference is faster). Memory-bound tasks also show the bytes they must move (read x
-twice for a global absmax, or once; write the codes) over the reference's time, as a share of what a
-device-to-device copy reaches in the same run. GEMM rows show TOPS (int8) or TFLOPS (fp16) for 2 * M * N * K.
+microseconds, and the ratios other / reference (> 1: the reference is faster). Memory-bound tasks also show the
+bytes they must move (read x twice for a global absmax, or once; write the codes) over the reference's time, as a
+share of what a device-to-device copy reaches in the same run. GEMM rows show TOPS (int8) or TFLOPS (fp16) for
+2 * M * N * K.
 
 The reference is called as a student's file would be (its entry function, argument checks, allocation and any
 layout work included). The library calls get their best layout for free (prepared outside the timed call), as the
