@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -152,6 +153,115 @@ def gemms(args) -> None:
                 f"{ops / t_ref / 1e6:.0f} TFLOPS")
 
 
+# ------------------------------------------------------------------------------------------- lowbit (20-23)
+
+
+def _differs(got, want) -> str:
+    """'' when the reference's outputs match torch's: integer outputs exactly, float ones within 1% of the largest
+    magnitude (task 23 sums in another order; the bench compares speeds, the grader judges results)."""
+    got = got if isinstance(got, (tuple, list)) else (got,)
+    want = want if isinstance(want, (tuple, list)) else (want,)
+    for i, (a, b) in enumerate(zip(got, want)):
+        if a.shape != b.shape:
+            return f"output {i}: shape {tuple(a.shape)} against {tuple(b.shape)}"
+        if a.dtype.is_floating_point or b.dtype.is_floating_point:
+            a, b = a.float(), b.float()
+            err = (a - b).abs().max().item() if a.numel() else 0.0
+            if err > 1e-2 * (b.abs().max().item() if b.numel() else 0.0) + 1e-5:
+                return f"output {i}: off by up to {err:.3g}"
+        elif not torch.equal(a, b):
+            return f"output {i}: {(a != b).sum().item()} of {a.numel()} elements differ"
+    return ""
+
+
+def _lowbit_cases(task: str, smoke: bool, dev: str):
+    """(label, args, kwargs, bytes the call must move or None, flops or None) per size; the CPU interpreter (--smoke)
+    runs fp16 and small sizes. Activations are bf16 on CUDA, as the homework's CUDA cases are."""
+    act = torch.float16 if smoke else torch.bfloat16
+    words = lambda *shape: torch.randint(-2**31, 2**31 - 1, shape, dtype=torch.int32, device=dev)  # noqa: E731
+    if task == "20":
+        for rows, cols in ([(4, 64)] if smoke else [(4096, 8192)]):
+            codes = torch.randint(0, 4, (rows, cols), dtype=torch.int32, device=dev)
+            packed = words(rows, cols // 16)
+            moved = 2 * 4 * (codes.numel() + packed.numel())  # codes in, words out; words in, codes out
+            yield f"20 {rows}x{cols} bits=2", (codes, packed), {"bits": 2}, moved, None
+    elif task == "21":
+        for k, cin in ([(3, 300)] if smoke else [(32768, 768), (8192, 1000)]):
+            g = -(-cin // 256)
+            x = torch.randn(k, cin, device=dev).to(act)
+            p = words(k * g, 16)  # any bits are valid codes
+            s_, m_ = (torch.rand(k * g, device=dev) / 10).to(act), torch.randn(k * g, device=dev).to(act)
+            moved = 2 * (2 * x.numel() + 4 * p.numel() + 4 * s_.numel())  # both halves: activations, words, s and m
+            yield f"21 {k}x{cin} bits=2", (x, p, s_, m_), {"bits": 2}, moved, None
+    elif task == "22":
+        for rows, cols in ([(5, 77)] if smoke else [(8192, 3072)]):
+            x = torch.randn(rows, cols, device=dev)
+            x[torch.rand(rows, cols, device=dev) < 0.1] = 0
+            x, dy = x.to(act), torch.randn(rows, cols, device=dev).to(act)
+            mask = words(-(-x.numel() // 32))
+            yield f"22 {rows}x{cols}", (x, dy, mask), {}, 4 * 2 * x.numel() + 2 * 4 * mask.numel(), None
+    elif task == "23":
+        for k, cin, cout in ([(64, 300, 40)] if smoke else [(8192, 768, 768), (100864, 768, 768)]):
+            g = -(-cin // 256)
+            dy = torch.randn(k, cout, device=dev).to(act)
+            p = words(k * g, 16)
+            s_, m_ = (torch.rand(k * g, device=dev) / 10).to(act), (torch.randn(k * g, device=dev) / 10).to(act)
+            yield f"23 {k}x{cin}x{cout} bits=2", (dy, p, s_, m_), {"cin": cin, "bits": 2}, None, 2 * k * cin * cout
+
+
+LOWBIT_ENTRIES = {"20": "pack_unpack", "21": "group_quant", "22": "relu_mask", "23": "dw_from_packed"}
+
+
+def lowbit(args, copy_gbs: float | None) -> None:
+    """Tasks 20-23: the reference against eager torch and torch.compile of `torch_math` (each task's baseline.py),
+    and task 23 against the unfused path of its speed tests (task 21's dequant kernel + cuBLAS). Each row also
+    says whether the reference's outputs match torch's."""
+    dev = "cpu" if args.smoke else "cuda"
+    for task in ("20", "21", "22", "23"):
+        if task not in args.tasks:
+            continue
+        ref, math = _entry(task, LOWBIT_ENTRIES[task]), _math(task)
+        if args.smoke:  # the interpreter has no driver to benchmark configs with: run each kernel's first one
+            import triton
+
+            for value in list(ref.__globals__.values()):
+                if isinstance(value, triton.runtime.Autotuner):
+                    value.configs = value.configs[:1]
+        comp = compiled(math, args.compile and not args.smoke)
+        time = bench_cpu if args.smoke else bench
+        unfused = _load("23", "baseline.py", "dw_from_packed") if task == "23" else None
+        for label, a, kw, moved, flops in _lowbit_cases(task, args.smoke, dev):
+            problem = _differs(ref(*a, **kw), math(*a, **kw))
+            call = lambda f, kw=kw: (lambda *xs: f(*xs, **kw))  # noqa: E731
+            t_ref = time(call(ref), *a)
+            others = {"compile": time(call(comp), *a) if comp else None, "eager": time(call(math), *a)}
+            if unfused:
+                others["unfused (dequant kernel + cuBLAS)"] = time(call(unfused), *a)
+            notes = []
+            if moved and copy_gbs:
+                gbs = moved / t_ref / 1e3
+                notes.append(f"{moved / 1e6:.0f} MB moved: {gbs:.0f} GB/s = {gbs / copy_gbs:.0%} of copy")
+            if flops and not args.smoke:
+                notes.append(f"{flops / t_ref / 1e6:.0f} TFLOPS")
+            if problem:
+                notes.append(f"differs from torch: {problem}")
+            row(label, t_ref, others, "; ".join(notes))
+
+
+def bench_cpu(fn, *args, reps: int = 3) -> float:
+    """--smoke: median microseconds of `reps` calls after one untimed call, by the host clock."""
+    import statistics
+    import time as clock
+
+    fn(*args)
+    times = []
+    for _ in range(reps):
+        start = clock.perf_counter()
+        fn(*args)
+        times.append((clock.perf_counter() - start) * 1e6)
+    return statistics.median(times)
+
+
 def targets(rows: list[dict]) -> list[str]:
     """Issue 16's targets, one line per row: the memory-bound tasks (10, 11, 13) at >= 1x torch.compile and >= 90%
     of the copy's bandwidth; 12 at >= 1.5x the best of torch.compile and `_int_mm`, read two ways (with torch's
@@ -187,12 +297,21 @@ def targets(rows: list[dict]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", nargs="+", default=["10", "11", "12", "13", "14"])
+    parser.add_argument("--tasks", nargs="+", default=["10", "11", "12", "13", "14", "20", "21", "22", "23"])
     parser.add_argument("--quick", action="store_true", help="the large shapes only")
     parser.add_argument("--no-compile", dest="compile", action="store_false", help="skip torch.compile")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the lowbit rows only, small, on the CPU under TRITON_INTERPRET=1 (checks that each "
+                             "reference matches its torch_math; the times mean nothing)")
     args = parser.parse_args()
+    if args.smoke:
+        if os.environ.get("TRITON_INTERPRET") != "1":
+            sys.exit("--smoke runs Triton's interpreter: set TRITON_INTERPRET=1")
+        print("bench_references --smoke on the CPU (Triton's interpreter; medians of 3 calls by the host clock)")
+        lowbit(args, None)
+        return
     if not torch.cuda.is_available():
-        sys.exit("bench_references.py needs CUDA")
+        sys.exit("bench_references.py needs CUDA (or --smoke, on the CPU)")
     import triton
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -204,6 +323,7 @@ def main() -> None:
           f"triton {triton.__version__}; device-to-device copy of 256 MiB: {copy_gbs:.0f} GB/s (read + write)")
     memory_bound(args, copy_gbs)
     gemms(args)
+    lowbit(args, copy_gbs)
     print("\ntargets (issue 16):")
     for line in targets(ROWS):
         print(line)

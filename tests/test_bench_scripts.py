@@ -1,5 +1,5 @@
-"""The benchmark scripts still run: scripts/bench_puzzles.py on the CPU interpreter (--smoke), which also checks each
-reference kernel's output against eager torch."""
+"""The benchmark scripts still run: scripts/bench_puzzles.py and the lowbit rows of scripts/bench_references.py on the
+CPU interpreter (--smoke), which also check each reference's output against eager torch."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,6 +23,27 @@ def test_bench_puzzles_smoke_prints_a_matching_row_per_size() -> None:
     assert [r.split()[0] for r in rows] == ["p02", "p02", "p08", "p08", "p11", "p11"], done.stdout
     assert all(" ref " in r and " us " in r for r in rows), done.stdout
     assert not [r for r in rows if "differs from eager torch" in r], done.stdout
+
+
+def test_bench_references_smoke_prints_a_matching_row_per_lowbit_task() -> None:
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "scripts/bench_references.py", "--smoke", "--no-compile"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if line[:2] in ("20", "21", "22", "23")]
+    assert [r.split()[0] for r in rows] == ["20", "21", "22", "23"], done.stdout
+    assert all(" ref " in r and " eager " in r for r in rows), done.stdout
+    assert "unfused (dequant kernel + cuBLAS)" in rows[3], done.stdout
+    assert not [r for r in rows if "differs from torch" in r], done.stdout
+
+
+def test_bench_references_says_when_a_reference_differs_from_torch() -> None:
+    differs = _bench_references()._differs
+    words = torch.tensor([1, -2, 3], dtype=torch.int32)
+    assert differs((words, torch.ones(4)), (words.clone(), torch.ones(4) + 1e-4)) == ""  # floats: within 1%
+    assert differs((words, torch.ones(4)), (words, torch.ones(4) * 1.1)) == "output 1: off by up to 0.1"
+    assert differs(words, torch.tensor([1, -2, 4], dtype=torch.int32)) == "output 0: 1 of 3 elements differ"
+    assert differs(words, words[:2]).startswith("output 0: shape (3,)")
 
 
 def _bench_references():

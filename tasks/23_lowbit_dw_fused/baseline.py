@@ -1,5 +1,6 @@
 """The unfused path the speed tests compare against (staff code, never graded): the dequant-unpack kernel of
-task 21 writes X_hat to memory in dY's dtype, then cuBLAS multiplies: torch.mm(dY^T, X_hat)."""
+task 21 writes X_hat to memory in dY's dtype, then cuBLAS multiplies: torch.mm(dY^T, X_hat). `torch_math` is the
+same math in plain torch, what scripts/bench_references.py times, eager and compiled (max-autotune)."""
 
 import torch
 import triton
@@ -34,3 +35,11 @@ def dw_from_packed(dy: torch.Tensor, p: torch.Tensor, s: torch.Tensor, m: torch.
     x_hat = torch.empty((K, cin), dtype=s.dtype, device=dy.device)
     _dequant_unpack_kernel[(K * G,)](p, s, m, x_hat, K, cin, G, BITS=bits)
     return torch.mm(dy.t(), x_hat)
+
+
+def torch_math(dy: torch.Tensor, p: torch.Tensor, s: torch.Tensor, m: torch.Tensor, *, cin: int,
+               bits: int) -> torch.Tensor:
+    shifts = torch.arange(32 // bits, dtype=torch.int32, device=p.device) * bits
+    codes = ((p.unsqueeze(-1) >> shifts) & ((1 << bits) - 1)).reshape(p.shape[0], GROUP)
+    x_hat = (codes.float() * s.float()[:, None] + m.float()[:, None]).to(s.dtype)
+    return torch.mm(dy.t(), x_hat.reshape(dy.shape[0], -1)[:, :cin])
