@@ -1,7 +1,8 @@
-"""How fast is the answer key? Each INT8 reference solution against torch.compile of the same math, eager torch, and
-the best library call, in one process, at the issue's large shapes and at a few realistic ones.
+"""How fast is the answer key? Each INT8 and lowbit reference solution against torch.compile of the same math, eager
+torch, and the best library call, in one process, at the issue's large shapes and at a few realistic ones.
 
-    python scripts/bench_references.py [--tasks 10 11 12 13 14] [--quick] [--no-compile]
+    python scripts/bench_references.py [--tasks 10 11 12 13 14 20 21 22 23] [--quick] [--no-compile]
+    TRITON_INTERPRET=1 python scripts/bench_references.py --smoke [--no-compile]
 
 For each row: the lowest of three medians of `triton.testing.do_bench` (L2 cleared between calls), in
 microseconds, and the ratios other / reference (> 1: the reference is faster). Memory-bound tasks also show the
@@ -12,7 +13,9 @@ share of what a device-to-device copy reaches in the same run. GEMM rows show TO
 The reference is called as a student's file would be (its entry function, argument checks, allocation and any
 layout work included). The library calls get their best layout for free (prepared outside the timed call), as the
 issue's table did; task 12's `_int_mm` is also timed with torch's copy of W^T inside the call, the layout work
-the reference's own call includes. Needs CUDA; nothing here is asserted: it prints.
+the reference's own call includes. The math in torch is `torch_math` of each task's baseline.py; the lowbit rows
+also check that the reference's outputs match it, and `--smoke` runs those rows, small, on the CPU interpreter.
+Needs CUDA (but --smoke); nothing here is asserted: it prints.
 
 The Triton Puzzles' reference kernels have their own table, in the same style: scripts/bench_puzzles.py.
 """
