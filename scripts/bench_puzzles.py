@@ -5,11 +5,11 @@ that make the GPU work.
     python scripts/bench_puzzles.py [--puzzles 1 5 11] [--quick] [--no-compile]
     TRITON_INTERPRET=1 python scripts/bench_puzzles.py --smoke [--no-compile]
 
-For each row: medians of `triton.testing.do_bench` (L2 cleared between calls), in microseconds, and the ratios
-other / reference (> 1: the reference is faster). Memory-bound puzzles also show the bytes the kernel moves over
-the reference's time, as a share of what a device-to-device copy reaches in the same run (a kernel that mostly
-writes, as puzzle 4's, can pass 100%); the matrix products show TFLOPS (float32, 2 * N0 * N1 * MID per matrix),
-puzzle 9 its scores per second.
+For each row: the lowest of three medians of `triton.testing.do_bench` (L2 cleared between calls; the timing
+functions are scripts/bench_references.py's), in microseconds, and the ratios other / reference (> 1: the reference
+is faster). Memory-bound puzzles also show the bytes the kernel moves over the reference's time, as a share of what
+a device-to-device copy reaches in the same run (a kernel that mostly writes, as puzzle 4's, can pass 100%); the
+matrix products show TFLOPS (float32, 2 * N0 * N1 * MID per matrix), puzzle 9 its scores per second.
 
 The reference kernel is launched as the grader launches it (task.yaml `launch`): grader.grading.launch_job reads the
 kernel, the grid and the environment, grader.worker.Launcher runs `kernel[cdiv(N0, B0), ...](*tensors, **sizes)`
@@ -31,9 +31,7 @@ import argparse
 import datetime
 import functools
 import os
-import statistics
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -46,6 +44,9 @@ from grader.config import load_task  # noqa: E402
 from grader.grading import Prepared, launch_job  # noqa: E402
 from grader.judge import compare_values  # noqa: E402
 from grader.worker import Launcher, _load_module  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench_references import bench, bench_cpu, compiled  # noqa: E402  (one way to time, for both tables)
 
 TASKS = ROOT / "tasks"
 
@@ -150,30 +151,6 @@ def note(nn: int, p: dict, t_ref: float, copy_gbs: float | None) -> str:
 
 
 # ------------------------------------------------------------------------------------------- timing
-
-
-def bench(fn, *args) -> float:
-    """Median microseconds of `fn(*args)` (triton.testing.do_bench clears L2 before each call)."""
-    import triton.testing
-
-    return float(triton.testing.do_bench(lambda: fn(*args), warmup=25, rep=200, return_mode="median")) * 1e3
-
-
-def bench_cpu(fn, *args, reps: int = 3) -> float:
-    """--smoke: median microseconds of `reps` calls after one untimed call, by the host clock."""
-    fn(*args)
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
-
-
-def compiled(fn, on: bool):
-    if not on:
-        return None
-    return torch.compile(fn, mode="max-autotune-no-cudagraphs", dynamic=False)
 
 
 def torch_math(nn: int, oracle):
