@@ -26,7 +26,9 @@ import argparse
 import datetime
 import importlib.util
 import os
+import statistics
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -57,6 +59,17 @@ def bench(fn, *args, repeats: int = 3) -> float:
 
     return min(float(triton.testing.do_bench(lambda: fn(*args), warmup=25, rep=200, return_mode="median")) * 1e3
                for _ in range(repeats))
+
+
+def bench_cpu(fn, *args, reps: int = 3) -> float:
+    """--smoke: median microseconds of `reps` calls after one untimed call, by the host clock."""
+    fn(*args)
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn(*args)
+        times.append((time.perf_counter() - start) * 1e6)
+    return statistics.median(times)
 
 
 def compiled(fn, on: bool):
@@ -177,39 +190,50 @@ def _differs(got, want) -> str:
     return ""
 
 
+BITS = 2  # the lowbit rows' code width, the homework's main one: 16 codes a word
+
+
+def _words(*shape: int, dev: str) -> torch.Tensor:
+    """Random int32 words, negative ones included: any 32 bits are valid packed codes."""
+    return torch.randint(-2**31, 2**31 - 1, shape, dtype=torch.int32, device=dev)
+
+
+def _packed_activation(k: int, cin: int, act: torch.dtype, dev: str, m_scale: float) -> tuple[torch.Tensor, ...]:
+    """(P, S, M) of a [k, cin] activation in task 21's format: words, and a scale and a minimum per group of 256."""
+    groups = k * -(-cin // 256)
+    return (_words(groups, 256 * BITS // 32, dev=dev), (torch.rand(groups, device=dev) / 10).to(act),
+            (torch.randn(groups, device=dev) * m_scale).to(act))
+
+
 def _lowbit_cases(task: str, smoke: bool, dev: str):
     """(label, args, kwargs, bytes the call must move or None, flops or None) per size; the CPU interpreter (--smoke)
     runs fp16 and small sizes. Activations are bf16 on CUDA, as the homework's CUDA cases are."""
     act = torch.float16 if smoke else torch.bfloat16
-    words = lambda *shape: torch.randint(-2**31, 2**31 - 1, shape, dtype=torch.int32, device=dev)  # noqa: E731
     if task == "20":
         for rows, cols in ([(4, 64)] if smoke else [(4096, 8192)]):
-            codes = torch.randint(0, 4, (rows, cols), dtype=torch.int32, device=dev)
-            packed = words(rows, cols // 16)
+            codes = torch.randint(0, 1 << BITS, (rows, cols), dtype=torch.int32, device=dev)
+            packed = _words(rows, cols * BITS // 32, dev=dev)
             moved = 2 * 4 * (codes.numel() + packed.numel())  # codes in, words out; words in, codes out
-            yield f"20 {rows}x{cols} bits=2", (codes, packed), {"bits": 2}, moved, None
+            yield f"20 {rows}x{cols} bits={BITS}", (codes, packed), {"bits": BITS}, moved, None
     elif task == "21":
         for k, cin in ([(3, 300)] if smoke else [(32768, 768), (8192, 1000)]):
-            g = -(-cin // 256)
             x = torch.randn(k, cin, device=dev).to(act)
-            p = words(k * g, 16)  # any bits are valid codes
-            s_, m_ = (torch.rand(k * g, device=dev) / 10).to(act), torch.randn(k * g, device=dev).to(act)
+            p, s_, m_ = _packed_activation(k, cin, act, dev, m_scale=1.0)
             moved = 2 * (2 * x.numel() + 4 * p.numel() + 4 * s_.numel())  # both halves: activations, words, s and m
-            yield f"21 {k}x{cin} bits=2", (x, p, s_, m_), {"bits": 2}, moved, None
+            yield f"21 {k}x{cin} bits={BITS}", (x, p, s_, m_), {"bits": BITS}, moved, None
     elif task == "22":
         for rows, cols in ([(5, 77)] if smoke else [(8192, 3072)]):
             x = torch.randn(rows, cols, device=dev)
             x[torch.rand(rows, cols, device=dev) < 0.1] = 0
             x, dy = x.to(act), torch.randn(rows, cols, device=dev).to(act)
-            mask = words(-(-x.numel() // 32))
+            mask = _words(-(-x.numel() // 32), dev=dev)
             yield f"22 {rows}x{cols}", (x, dy, mask), {}, 4 * 2 * x.numel() + 2 * 4 * mask.numel(), None
     elif task == "23":
         for k, cin, cout in ([(64, 300, 40)] if smoke else [(8192, 768, 768), (100864, 768, 768)]):
-            g = -(-cin // 256)
             dy = torch.randn(k, cout, device=dev).to(act)
-            p = words(k * g, 16)
-            s_, m_ = (torch.rand(k * g, device=dev) / 10).to(act), (torch.randn(k * g, device=dev) / 10).to(act)
-            yield f"23 {k}x{cin}x{cout} bits=2", (dy, p, s_, m_), {"cin": cin, "bits": 2}, None, 2 * k * cin * cout
+            p, s_, m_ = _packed_activation(k, cin, act, dev, m_scale=0.1)
+            yield (f"23 {k}x{cin}x{cout} bits={BITS}", (dy, p, s_, m_), {"cin": cin, "bits": BITS}, None,
+                   2 * k * cin * cout)
 
 
 LOWBIT_ENTRIES = {"20": "pack_unpack", "21": "group_quant", "22": "relu_mask", "23": "dw_from_packed"}
@@ -231,15 +255,15 @@ def lowbit(args, copy_gbs: float | None) -> None:
                 if isinstance(value, triton.runtime.Autotuner):
                     value.configs = value.configs[:1]
         comp = compiled(math, args.compile and not args.smoke)
-        time = bench_cpu if args.smoke else bench
+        timer = bench_cpu if args.smoke else bench
         unfused = _load("23", "baseline.py", "dw_from_packed") if task == "23" else None
         for label, a, kw, moved, flops in _lowbit_cases(task, args.smoke, dev):
             problem = _differs(ref(*a, **kw), math(*a, **kw))
             call = lambda f, kw=kw: (lambda *xs: f(*xs, **kw))  # noqa: E731
-            t_ref = time(call(ref), *a)
-            others = {"compile": time(call(comp), *a) if comp else None, "eager": time(call(math), *a)}
+            t_ref = timer(call(ref), *a)
+            others = {"compile": timer(call(comp), *a) if comp else None, "eager": timer(call(math), *a)}
             if unfused:
-                others["unfused (dequant kernel + cuBLAS)"] = time(call(unfused), *a)
+                others["unfused (dequant kernel + cuBLAS)"] = timer(call(unfused), *a)
             notes = []
             if moved and copy_gbs:
                 gbs = moved / t_ref / 1e3
@@ -249,20 +273,6 @@ def lowbit(args, copy_gbs: float | None) -> None:
             if problem:
                 notes.append(f"differs from torch: {problem}")
             row(label, t_ref, others, "; ".join(notes))
-
-
-def bench_cpu(fn, *args, reps: int = 3) -> float:
-    """--smoke: median microseconds of `reps` calls after one untimed call, by the host clock."""
-    import statistics
-    import time as clock
-
-    fn(*args)
-    times = []
-    for _ in range(reps):
-        start = clock.perf_counter()
-        fn(*args)
-        times.append((clock.perf_counter() - start) * 1e6)
-    return statistics.median(times)
 
 
 def targets(rows: list[dict]) -> list[str]:
