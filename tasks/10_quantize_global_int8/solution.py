@@ -38,7 +38,7 @@ def _quantize_global(
 @triton.jit
 def _absmax(
     x_ptr,            # *fp16 | *fp32, the input, contiguous
-    state_ptr,        # *int32, two elements, zeroed by the wrapper: [programs finished, max(|x|) as fp32 bits]
+    state_ptr,        # *int32, two elements, zero at the start: [programs finished, max(|x|) as fp32 bits]
     absmax_inv_ptr,   # *fp32, one element: 1 / max(|x|), written by the last program to finish
     absmax_out_ptr,   # *x.dtype, one element: max(|x|), the second output, written by the last program
     n_elements,
@@ -62,9 +62,26 @@ def _absmax(
     # Atomics are ordered (acquire-release): the program that counts last sees every other program's max. It
     # writes both results, so no torch op sits between the two launches or after them.
     if tl.atomic_add(state_ptr, 1) == n_programs - 1:
-        absmax = tl.atomic_max(max_ptr, 0).to(tl.float32, bitcast=True)  # an atomic read of the final value
+        # Take the final max and leave both words zero again, ready for the next call (see _zeroed_state).
+        absmax = tl.atomic_xchg(max_ptr, 0).to(tl.float32, bitcast=True)
+        tl.atomic_xchg(state_ptr, 0)
         tl.store(absmax_inv_ptr, 1.0 / absmax)
         tl.store(absmax_out_ptr, absmax.to(absmax_out_ptr.dtype.element_ty))
+
+
+_STATE: dict = {}  # (device, stream) -> _absmax's two int32 words, zero between calls
+
+
+def _zeroed_state(device: torch.device) -> torch.Tensor:
+    """_absmax's state, kept from call to call: the kernel's last program zeroes it again, so only the first call
+    on a device and stream pays for a memset. A memset of its own each call was one more launch ahead of the
+    kernels, and the GPU idled while the host then issued _absmax (the speed test times the GPU from the first
+    launch to the last). Calls on one stream run one after another, so they never share it at the same time."""
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    state = _STATE.get((device, stream))
+    if state is None:
+        state = _STATE[(device, stream)] = torch.zeros(2, dtype=torch.int32, device=device)
+    return state
 
 
 def quantize_global(x: torch.Tensor):
@@ -75,7 +92,7 @@ def quantize_global(x: torch.Tensor):
     output = torch.empty(x.shape, dtype=torch.int8, device=x.device)
     absmax = torch.empty((), dtype=x.dtype, device=x.device)
     absmax_inv = torch.empty(1, dtype=torch.float32, device=x.device)
-    state = torch.zeros(2, dtype=torch.int32, device=x.device)  # the only memset of the call
+    state = _zeroed_state(x.device)
     # Reading x to find its max is half of this task's memory traffic: torch's x.abs().max() writes and reads a
     # temporary |x| as well (229 us of a 8192 x 8192 fp16 call on the H100, against 125 us for torch.compile).
     # 2 programs per SM, each with 16 KiB loads in flight several blocks ahead (tl.range below).
