@@ -9,15 +9,15 @@ import triton.language as tl
     configs=[
         # dX^T tiles are BLOCK_N (IN) x BLOCK_M (batch); BLOCK_K is the step along OUT, the reduction axis. The IN
         # side is the tensor cores' M (64 rows per warpgroup); the batch side is their N (8 to 256), so a small
-        # batch still fills whole instructions. Each config was the fastest tried on the H100 at some batch
-        # (IN = OUT = 8192, 15 configs, triton 3.6): B = 512-8192 the first (8192: 2.46 ms), B = 256 the second
-        # (105 us; 118 us with the third), B = 128 the third (60 us), B = 16 the fourth (47 us), B = 32-64 the
-        # last (53-54 us).
-        triton.Config({"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8, num_stages=3),
+        # batch still fills whole instructions. Each config was the fastest of 19 tried on the H100 at some batch
+        # (IN = OUT = 8192, triton 3.6): B = 512-8192 the first (8192: 2.07 ms; 2.15 ms with GROUP_M 4 or 16),
+        # B = 256 the second (100 us), B = 128 the third (61 us), B = 64 the fourth (51 us; B = 32 47 us), B = 16
+        # the last (42 us).
+        triton.Config({"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}, num_warps=8, num_stages=4),
         triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8, num_stages=3),
         triton.Config({"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=4, num_stages=4),
-        triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=3),
-        triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=4, num_stages=4),
+        triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=3),
+        triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=4),
     ],
     key=["B", "IN", "OUT"],
 )
@@ -67,7 +67,12 @@ def _backward_dx_fused_kernel(
     dy_ptrs = dy_ptr + offs_m[:, None] * OUT + offs_k[None, :]   # (BLOCK_M, BLOCK_K)
 
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    for k in range(0, tl.cdiv(OUT, BLOCK_K)):
+    # At least one step, even for OUT = 0 (then every load is masked and adds 0). Why: Triton issues the tensor-core
+    # instructions asynchronously, one step's still running while the next tile is converted; but with a loop
+    # that may not run at all, these zeros reach the code after the loop without passing through one, and ptxas
+    # then makes each instruction wait for the previous one (its note C7515, "wgmma.mma_async instructions are
+    # serialized"). H100, IN = OUT = 8192: 2.49 -> 2.07 ms at B = 8192, 616 -> 535 us at B = 2048.
+    for k in range(0, tl.maximum(tl.cdiv(OUT, BLOCK_K), 1)):
         offs_kk = k * BLOCK_K + offs_k
         mask_k = offs_kk < OUT  # the last step may run past OUT: masked elements load as 0
         wq = tl.load(w_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0)
