@@ -68,7 +68,7 @@ def _backward_dx_fused_kernel(
 
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     # At least one step, even for OUT = 0 (then every load is masked and adds 0). Why: Triton issues the tensor-core
-    # instructions asynchronously, one step's still running while the next tile is converted; but with a loop
+    # instructions asynchronously, one step's work still running while the next tile is converted; but with a loop
     # that may not run at all, these zeros reach the code after the loop without passing through one, and ptxas
     # then makes each instruction wait for the previous one (its note C7515, "wgmma.mma_async instructions are
     # serialized"). H100, IN = OUT = 8192: 2.49 -> 2.07 ms at B = 8192, 616 -> 535 us at B = 2048.
@@ -77,12 +77,12 @@ def _backward_dx_fused_kernel(
         mask_k = offs_kk < OUT  # the last step may run past OUT: masked elements load as 0
         wq = tl.load(w_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0)
         dy = tl.load(dy_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-        # int8 -> float32, exactly, without the conversion instruction: on Hopper it runs at a quarter of the
-        # rate of an add, and the tensor cores wait for this conversion each step. 0x4B400000 is the bit pattern
-        # of 1.5 * 2^23, where consecutive floats are 1 apart, so adding the code i (|i| <= 128) to the bits
-        # gives the float 1.5 * 2^23 + i; subtracting 1.5 * 2^23 leaves i. Same values as wq.to(tl.float32);
-        # measured on the H100 (8192 x 8192 W, per channel): 2.57 -> 2.46 ms at B = 8192, 648 -> 614 us at
-        # B = 2048, 118 -> 105 us at B = 256 (128 x 128 tiles).
+        # int8 -> float32, exactly, without the conversion instruction, which runs at a quarter of an add's rate
+        # on Hopper (and every element of every W tile goes through it). 0x4B400000 is the bit pattern of
+        # 1.5 * 2^23, where consecutive floats are 1 apart, so adding the code i (|i| <= 128) to the bits gives
+        # the float 1.5 * 2^23 + i; subtracting 1.5 * 2^23 leaves i. Same values as wq.to(tl.float32). Measured
+        # on the H100 (8192 x 8192 W, per channel), before the loop bound above: 2.57 -> 2.46 ms at B = 8192,
+        # 648 -> 614 us at B = 2048, 118 -> 105 us at B = 256 (128 x 128 tiles).
         wf = (wq.to(tl.int32) + 0x4B400000).to(tl.float32, bitcast=True) - 12582912.0
         if PER_CHANNEL:
             # s_w[k] scales column k of this W tile, which is the reduction axis: it cannot be pulled out of the
