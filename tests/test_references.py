@@ -45,7 +45,7 @@ def test_global_absmax_state_is_zero_again_after_each_call():
 
 
 PTXAS_SCRIPT = r"""
-import contextlib, importlib.util, io, pathlib, sys, tempfile
+import contextlib, importlib.util, io, pathlib, tempfile
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
@@ -54,32 +54,34 @@ SOURCE = pathlib.Path("tasks/14_backward_dx_int8_fused/solution.py").read_text()
 BOUND = "tl.maximum(tl.cdiv(OUT, BLOCK_K), 1)"
 assert BOUND in SOURCE, "the K loop's bound changed: update this test"
 
-def ptxas_log(source, config):
+def load(source):  # the kernel of this source, loaded from a file (Triton's compiler reads its source there)
     path = pathlib.Path(tempfile.mkdtemp()) / "k14.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("k14", path)
     module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
-    sig = {"dy_ptr": "*fp16", "wq_ptr": "*i8", "w_scale_ptr": "*fp32", "dx_ptr": "*fp16", "B": "i32", "IN": "i32",
-           "OUT": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr",
-           "PER_CHANNEL": "constexpr", "GROUP_M": "constexpr"}
-    consts = dict(config.kwargs, PER_CHANNEL=True)
-    aligned = {(i,): [["tt.divisibility", 16]] for i in range(7)}  # as for 8192 x 8192 tensors
+    return module._backward_dx_fused_kernel
+
+SIG = {"dy_ptr": "*fp16", "wq_ptr": "*i8", "w_scale_ptr": "*fp32", "dx_ptr": "*fp16", "B": "i32", "IN": "i32",
+       "OUT": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr",
+       "PER_CHANNEL": "constexpr", "GROUP_M": "constexpr"}
+ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(7)}  # as for 8192 x 8192 tensors
+
+def ptxas_log(kernel, config):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        triton.compile(ASTSource(module._backward_dx_fused_kernel.fn, sig, consts, aligned),
+        triton.compile(ASTSource(kernel.fn, SIG, dict(config.kwargs, PER_CHANNEL=True), ALIGNED),
                        target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": config.num_warps, "num_stages": config.num_stages})
     return out.getvalue()
 
-spec = importlib.util.spec_from_file_location("s14", "tasks/14_backward_dx_int8_fused/solution.py")
-s14 = importlib.util.module_from_spec(spec); spec.loader.exec_module(s14)
-configs = s14._backward_dx_fused_kernel.configs
+reference = load(SOURCE)
+configs = reference.configs
 for config in configs:
-    log = ptxas_log(SOURCE, config)
+    log = ptxas_log(reference, config)
     assert "Used" in log, f"no ptxas log for {config}: {log!r}"  # ptxas ran, and its notes were captured
     assert "C7515" not in log, (config, log)
 # The control: the plain bound, a loop that may not run, brings the note back.
-assert "C7515" in ptxas_log(SOURCE.replace(BOUND, "tl.cdiv(OUT, BLOCK_K)"), configs[0])
+assert "C7515" in ptxas_log(load(SOURCE.replace(BOUND, "tl.cdiv(OUT, BLOCK_K)")), configs[0])
 print("ok", len(configs))
 """
 
