@@ -198,7 +198,9 @@ class BoundsAudit:
             orig = getattr(builder, name)
             handle_type = interpreter.TensorHandle
 
-            def method(self, *args):
+            def method(self, *args, **kwargs):
+                # The rest goes through by keyword too: a tensor descriptor's load calls
+                # create_masked_load(ptrs, mask, other, cache_policy=..., is_volatile=...).
                 mask = args[mask_at] if mask_at is not None else None
                 narrowed = audit.check(op, args[ptr_at], mask)
                 if narrowed is not None:
@@ -206,7 +208,7 @@ class BoundsAudit:
                         raise MemoryError(f"{op}: an address outside every tensor of the launch")
                     args = list(args)
                     args[mask_at] = handle_type(narrowed, mask.dtype)
-                return orig(self, *args)
+                return orig(self, *args, **kwargs)
 
             setattr(builder, name, method)
             audit._patched.append((builder, name, method))

@@ -147,3 +147,41 @@ _unpatch()
     for test in result.tests:
         if test.name.startswith(("n", "notebook")):
             assert "the grader's address check was changed during the call" in test.message, test
+
+
+def test_tensor_descriptor_loads_run_under_the_address_check(tmp_path):
+    """A kernel may load through a tensor descriptor (`tl.make_tensor_descriptor`, TMA on Hopper; task 12's
+    reference does). The interpreter turns its load into a masked load with keyword arguments, which the address
+    check must pass on: it used to raise TypeError, failing every such case. Rows past the descriptor's shape are
+    masked (no finding); a shape that claims more rows than its tensor has is a stray read, and is found."""
+    import os
+    import subprocess
+    import sys
+
+    script = f"""
+import sys, torch, triton, triton.language as tl
+sys.path.insert(0, {str(ROOT)!r})
+from grader.bounds import BoundsAudit, describe
+audit = BoundsAudit(__file__); audit.install()
+
+@triton.jit
+def rows(x_ptr, y_ptr, M, SHAPE_M, N: tl.constexpr, BM: tl.constexpr):
+    desc = tl.make_tensor_descriptor(x_ptr, shape=[SHAPE_M, N], strides=[N, 1], block_shape=[BM, N])
+    tile = desc.load([tl.program_id(0) * BM, 0])
+    offs = tl.program_id(0) * BM + tl.arange(0, BM)
+    tl.store(y_ptr + offs[:, None] * N + tl.arange(0, N)[None, :], tile, mask=offs[:, None] < M)
+
+x = torch.arange(5 * 16, dtype=torch.float32).reshape(5, 16); y = torch.zeros_like(x)
+rows[(2,)](x, y, 5, 5, N=16, BM=4)
+print(bool(torch.equal(x, y)), [describe(f) for f in audit.take()])
+rows[(2,)](x, y, 5, 8, N=16, BM=4)  # claims 8 rows
+print([describe(f) for f in audit.take()])
+"""
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    path = tmp_path / "descriptor_rows.py"  # a file: Triton reads a kernel's source from it
+    path.write_text(script)
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    inside, claims_more = out.stdout.strip().splitlines()
+    assert inside == "True []", inside
+    assert "rows (line 10): tl.load read 48 address(es) outside every tensor" in claims_more, claims_more  # rows 5-7
