@@ -9,7 +9,8 @@ import triton.language as tl
 # row-major W (IN, OUT) has OUT contiguous, so Triton transposes every W tile through registers, and the
 # loads can no longer run ahead of the math. The copy costs a fixed 52 us at 8192 x 8192 (H100), so it pays only
 # once the batch is large. Measured on the H100 (IN = OUT = 8192, triton 3.6), best config of each path:
-#   B = 8192: 1047 us (1050 TOPS) a call on W^T, the copy included; on W, the kernel alone took 3731 us;
+#   B = 8192: 1047 us (1050 TOPS) a call on W^T, the copy included (974 us since its tiles come by TMA);
+#             on W, the kernel alone took 3731 us;
 #   B = 128:    78 us (kernel) on W,    46 us + the copy on W^T;
 #   B = 32:     43 us on W,             37 us + the copy on W^T.
 TRANSPOSE_ABOVE_B = 128
@@ -28,7 +29,9 @@ def _fit_batch(configs: list, named_args: dict, **kwargs) -> list:
         # are small (1 byte per element), so deep K steps and 3-4 pipeline stages fit in shared memory
         # (128 x 256 x 128: 48 KB a stage). Each was the fastest of those tried on the H100 (IN = OUT = 8192) at
         # one batch: on W^T, B = 8192 and B = 256; on W as given, B = 128 (78 us), 32 (43 us) and 16 (41 us).
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8, num_stages=3),
+        # The first has 4 stages since its tiles come by TMA (below): 911-920 us at B = 8192, against 932-934
+        # with 3 (the pointer loads' best was 980-1005 with either).
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8, num_stages=4),
         triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=4),
         triton.Config({"BLOCK_M": 32, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=4, num_stages=3),
         triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=3),
@@ -57,6 +60,7 @@ def _forward_int8_fused_kernel(
     PER_CHANNEL: tl.constexpr,
     HAS_BIAS: tl.constexpr,
     W_T: tl.constexpr,       # w_q_ptr holds W^T, (OUT, IN) row-major
+    TMA: tl.constexpr,       # with W_T: load X and W^T tiles through tensor descriptors (IN a multiple of 16)
     GROUP_M: tl.constexpr,   # tile rows per group of the launch order (below)
 ):
     # Program (pid_m, pid_n) computes the output tile Y[offs_m, offs_n]. The grid is (B tiles, OUT tiles), but
@@ -84,20 +88,34 @@ def _forward_int8_fused_kernel(
     else:
         w_ptrs = w_q_ptr + offs_k[:, None] * OUT + offs_n[None, :]  # (BLOCK_K, BLOCK_N), OUT contiguous
 
+    if TMA:
+        # Tensor descriptors: each tile is one bulk copy by the TMA unit (Hopper's tensor memory accelerator)
+        # straight into shared memory, instead of every thread computing addresses and issuing its own loads.
+        # Rows and columns past the matrix come back as 0, so no masks. Its rows must start on 16-byte
+        # boundaries, hence IN % 16 == 0. H100, IN = OUT = 8192, 128 x 256 x 128 tiles, the kernel alone on W^T:
+        # B = 8192 980-1005 -> 911-920 us, B = 2048 248 -> 224-225 us.
+        x_desc = tl.make_tensor_descriptor(x_q_ptr, shape=[B, IN], strides=[IN, 1], block_shape=[BLOCK_M, BLOCK_K])
+        w_desc = tl.make_tensor_descriptor(w_q_ptr, shape=[OUT, IN], strides=[IN, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+
     # int8 x int8 products summed exactly in int32 (|sum| <= 127 * 127 * IN, no overflow below IN ~ 133000).
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
     for k in range(0, tl.cdiv(IN, BLOCK_K)):
-        # The last K step may run past IN: masked elements load as 0 and add nothing to the sum.
-        mask_k = k * BLOCK_K + offs_k < IN
-        x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0)
-        if W_T:
-            w = tl.trans(tl.load(w_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0))
-            w_ptrs += BLOCK_K
+        if TMA:
+            x = x_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+            w = tl.trans(w_desc.load([pid_n * BLOCK_N, k * BLOCK_K]))
         else:
-            w = tl.load(w_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0)
-            w_ptrs += BLOCK_K * OUT
+            # The last K step may run past IN: masked elements load as 0 and add nothing to the sum.
+            mask_k = k * BLOCK_K + offs_k < IN
+            x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0)
+            x_ptrs += BLOCK_K
+            if W_T:
+                w = tl.trans(tl.load(w_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0))
+                w_ptrs += BLOCK_K
+            else:
+                w = tl.load(w_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0)
+                w_ptrs += BLOCK_K * OUT
         acc += tl.dot(x, w)  # int8 x int8 -> int32 on the integer tensor cores
-        x_ptrs += BLOCK_K
 
     # Fused dequantization, once per output tile (not once per K step): Y = fp32(acc) * s_x * s_w[n].
     s_x = tl.load(x_scale_ptr)
@@ -124,6 +142,12 @@ def _transpose_int8_kernel(src_ptr, dst_ptr, R, C, BLOCK: tl.constexpr):
     mask = (offs_r[:, None] < R) & (offs_c[None, :] < C)
     tile = tl.load(src_ptr + offs_r[:, None] * C + offs_c[None, :], mask=mask, other=0)
     tl.store(dst_ptr + offs_c[None, :] * R + offs_r[:, None], tile, mask=mask)
+
+
+def _descriptor_scratch(size: int, alignment: int, stream) -> torch.Tensor:
+    # Tensor descriptors made inside a kernel need a little global memory per launch (128 bytes per descriptor
+    # and program); Triton asks for it through this function.
+    return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
 def matmul_int8_fused(x_q: torch.Tensor,
@@ -167,6 +191,11 @@ def matmul_int8_fused(x_q: torch.Tensor,
                                                                                    num_warps=4)
     else:
         w_arg = w_q
+    # TMA (see the kernel) on W^T only: the copy is ours, so its rows are aligned, and at the batches that make
+    # the copy pay, the loads are what the kernel waits on. X's rows must also start on 16-byte boundaries.
+    tma = w_t and IN % 16 == 0 and x_q.data_ptr() % 16 == 0
+    if tma and x_q.is_cuda:
+        triton.set_allocator(_descriptor_scratch)
     y = torch.empty((B, OUT), dtype=torch.float16, device=x_q.device)
     grid = lambda meta: (triton.cdiv(B, meta["BLOCK_M"]), triton.cdiv(OUT, meta["BLOCK_N"]))  # noqa: E731
     _forward_int8_fused_kernel[grid](
@@ -177,5 +206,6 @@ def matmul_int8_fused(x_q: torch.Tensor,
         PER_CHANNEL=bool(per_channel),
         HAS_BIAS=bias is not None,
         W_T=w_t,
+        TMA=tma,
     )
     return y
