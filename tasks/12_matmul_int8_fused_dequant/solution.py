@@ -13,6 +13,9 @@ import triton.language as tl
 #             on W, the kernel alone took 3731 us;
 #   B = 128:    78 us (kernel) on W,    46 us + the copy on W^T;
 #   B = 32:     43 us on W,             37 us + the copy on W^T.
+# The W^T path loads its tiles by TMA (see the kernel), which needs rows on 16-byte boundaries: IN % 16 == 0.
+# Without it, rows start at odd addresses and no load can be vectorized: on the H100, whole calls on W^T against
+# W as given took 580 against 346 us at 1531 x 3071 x 2500, 23.4 against 6.7 ms at 8192 x 8191 x 8192.
 TRANSPOSE_ABOVE_B = 128
 
 
@@ -59,8 +62,7 @@ def _forward_int8_fused_kernel(
     # switches, fixed by the wrapper: each combination compiles to its own kernel, with no runtime branch
     PER_CHANNEL: tl.constexpr,
     HAS_BIAS: tl.constexpr,
-    W_T: tl.constexpr,       # w_q_ptr holds W^T, (OUT, IN) row-major
-    TMA: tl.constexpr,       # with W_T: load X and W^T tiles through tensor descriptors (IN a multiple of 16)
+    W_T: tl.constexpr,       # w_q_ptr holds W^T, (OUT, IN) row-major, and tiles come by TMA (IN % 16 == 0)
     GROUP_M: tl.constexpr,   # tile rows per group of the launch order (below)
 ):
     # Program (pid_m, pid_n) computes the output tile Y[offs_m, offs_n]. The grid is (B tiles, OUT tiles), but
@@ -81,14 +83,7 @@ def _forward_int8_fused_kernel(
     mask_m = offs_m < B    # the last tile row may run past B
     mask_n = offs_n < OUT  # the last tile column may run past OUT
 
-    # Row-major addressing: X[m, k] is at m * IN + k; W[k, n] at k * OUT + n, or at n * IN + k in W^T.
-    x_ptrs = x_q_ptr + offs_m[:, None] * IN + offs_k[None, :]       # (BLOCK_M, BLOCK_K)
     if W_T:
-        w_ptrs = w_q_ptr + offs_n[:, None] * IN + offs_k[None, :]   # (BLOCK_N, BLOCK_K), K contiguous
-    else:
-        w_ptrs = w_q_ptr + offs_k[:, None] * OUT + offs_n[None, :]  # (BLOCK_K, BLOCK_N), OUT contiguous
-
-    if TMA:
         # Tensor descriptors: each tile is one bulk copy by the TMA unit (Hopper's tensor memory accelerator)
         # straight into shared memory, instead of every thread computing addresses and issuing its own loads.
         # Rows and columns past the matrix come back as 0, so no masks. Its rows must start on 16-byte
@@ -97,24 +92,24 @@ def _forward_int8_fused_kernel(
         x_desc = tl.make_tensor_descriptor(x_q_ptr, shape=[B, IN], strides=[IN, 1], block_shape=[BLOCK_M, BLOCK_K])
         w_desc = tl.make_tensor_descriptor(w_q_ptr, shape=[OUT, IN], strides=[IN, 1],
                                            block_shape=[BLOCK_N, BLOCK_K])
+    else:
+        # Row-major addressing: X[m, k] is at m * IN + k, W[k, n] at k * OUT + n.
+        x_ptrs = x_q_ptr + offs_m[:, None] * IN + offs_k[None, :]   # (BLOCK_M, BLOCK_K)
+        w_ptrs = w_q_ptr + offs_k[:, None] * OUT + offs_n[None, :]  # (BLOCK_K, BLOCK_N), OUT contiguous
 
     # int8 x int8 products summed exactly in int32 (|sum| <= 127 * 127 * IN, no overflow below IN ~ 133000).
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
     for k in range(0, tl.cdiv(IN, BLOCK_K)):
-        if TMA:
+        if W_T:
             x = x_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
-            w = tl.trans(w_desc.load([pid_n * BLOCK_N, k * BLOCK_K]))
+            w = tl.trans(w_desc.load([pid_n * BLOCK_N, k * BLOCK_K]))  # (BLOCK_K, BLOCK_N), K contiguous
         else:
             # The last K step may run past IN: masked elements load as 0 and add nothing to the sum.
             mask_k = k * BLOCK_K + offs_k < IN
             x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0)
+            w = tl.load(w_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0)
             x_ptrs += BLOCK_K
-            if W_T:
-                w = tl.trans(tl.load(w_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0))
-                w_ptrs += BLOCK_K
-            else:
-                w = tl.load(w_ptrs, mask=mask_k[:, None] & mask_n[None, :], other=0)
-                w_ptrs += BLOCK_K * OUT
+            w_ptrs += BLOCK_K * OUT
         acc += tl.dot(x, w)  # int8 x int8 -> int32 on the integer tensor cores
 
     # Fused dequantization, once per output tile (not once per K step): Y = fp32(acc) * s_x * s_w[n].
@@ -180,7 +175,11 @@ def matmul_int8_fused(x_q: torch.Tensor,
     tensors = [x_q, x_scale, w_q, w_scale] + ([bias] if bias is not None else [])
     assert all(t.device == x_q.device for t in tensors), "all inputs must be on the same device"
 
-    w_t = B > TRANSPOSE_ABOVE_B
+    # W^T and TMA (see TRANSPOSE_ABOVE_B): the copy is ours, so its rows are aligned once IN % 16 == 0; X's rows
+    # must also start on 16-byte boundaries.
+    w_t = B > TRANSPOSE_ABOVE_B and IN % 16 == 0 and x_q.data_ptr() % 16 == 0
+    if w_t and x_q.is_cuda:
+        triton.set_allocator(_descriptor_scratch)
     if w_t:
         # W^T, K contiguous (see TRANSPOSE_ABOVE_B). At 8192 x 8192 on the H100, torch's own w_q.t().contiguous()
         # took 457 us; the kernel below 52 us with 128 x 128 tiles (2580 GB/s, 87% of a plain copy's), 57 us
@@ -191,11 +190,6 @@ def matmul_int8_fused(x_q: torch.Tensor,
                                                                                    num_warps=4)
     else:
         w_arg = w_q
-    # TMA (see the kernel) on W^T only: the copy is ours, so its rows are aligned, and at the batches that make
-    # the copy pay, the loads are what the kernel waits on. X's rows must also start on 16-byte boundaries.
-    tma = w_t and IN % 16 == 0 and x_q.data_ptr() % 16 == 0
-    if tma and x_q.is_cuda:
-        triton.set_allocator(_descriptor_scratch)
     y = torch.empty((B, OUT), dtype=torch.float16, device=x_q.device)
     grid = lambda meta: (triton.cdiv(B, meta["BLOCK_M"]), triton.cdiv(OUT, meta["BLOCK_N"]))  # noqa: E731
     _forward_int8_fused_kernel[grid](
@@ -206,6 +200,5 @@ def matmul_int8_fused(x_q: torch.Tensor,
         PER_CHANNEL=bool(per_channel),
         HAS_BIAS=bias is not None,
         W_T=w_t,
-        TMA=tma,
     )
     return y
