@@ -27,7 +27,26 @@ from pathlib import Path
 import torch
 
 L2_FLUSH_BYTES = 256 << 20
-"""Written between timed calls so that neither side finds its inputs in the L2 cache (50-60 MB on Hopper)."""
+"""Written and read back between timed calls so that neither side finds its inputs in the L2 cache (50-60 MB on
+Hopper)."""
+
+
+class L2Flush:
+    """Empties the L2 cache between timed calls, and leaves it clean.
+
+    Writing a buffer larger than L2 evicts whatever the last call left there, but fills L2 with the buffer's dirty
+    lines, and the next call pays for writing them back to memory as its own loads evict them. On the H100 that
+    write-back added about 10 us to every call that streams memory, both sides alike, so it pulled every ratio
+    toward 1 (medians, clean against dirty: task 12's reference at B = 16 31.7 against 41.3 us, task 11's at
+    8192 x 8192 63.2 against 72.2, a 128 MB copy 87.7 against 94.1). Reading the buffer back after writing it does
+    that write-back inside the flush: the lines it leaves in L2 are clean, and not the call's."""
+
+    def __init__(self, device: str) -> None:
+        self.buffer = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device=device)
+
+    def __call__(self) -> None:
+        self.buffer.zero_()  # evicts everything the last call left in L2
+        self.buffer.sum()    # writes the zeros' dirty lines back now, rather than during the next call
 
 
 SIDE_WORDS = {"submission": "your function", "baseline": "the baseline"}
@@ -98,7 +117,7 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     pristine = ([a.to(device) if isinstance(a, torch.Tensor) else a for a in case["args"]],
                 {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in case["kwargs"].items()})
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device) if cuda else None
+    flush = L2Flush(device) if cuda else None
 
     def fresh():
         args = [a.clone() if isinstance(a, torch.Tensor) else a for a in pristine[0]]
@@ -108,7 +127,7 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
     def timed(fn, mark: bool = False):
         args, kwargs = fresh()
         if flush is not None:
-            flush.zero_()
+            flush()
         if mark:
             _marker()  # the GPU clock's boundary: what runs from here to the marker after the call is its work
         sync()

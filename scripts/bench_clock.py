@@ -37,11 +37,11 @@ TASK = ROOT / "tasks" / "23_lowbit_dw_fused"
 
 def traced(fn, args: list, kwargs: dict, reps: int, host_too: bool) -> tuple[list[float], list[float]]:
     """(spans, kernel sums) of `reps` calls under the profiler, each after a flush and a marker."""
-    flush = torch.empty(timing.L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    flush = timing.L2Flush("cuda")
     acts = [torch.profiler.ProfilerActivity.CUDA] + ([torch.profiler.ProfilerActivity.CPU] if host_too else [])
     with torch.profiler.profile(activities=acts) as prof:
         for _ in range(reps):
-            flush.zero_()
+            flush()
             torch.cuda._sleep(timing.MARKER_CYCLES)
             torch.cuda.synchronize()
             fn(*args, **kwargs)
@@ -54,11 +54,11 @@ def traced(fn, args: list, kwargs: dict, reps: int, host_too: bool) -> tuple[lis
 
 
 def evented(fn, args: list, kwargs: dict, reps: int, sleep_cycles: int) -> list[float]:
-    flush = torch.empty(timing.L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    flush = timing.L2Flush("cuda")
     times = []
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        flush.zero_()
+        flush()
         torch.cuda.synchronize()
         if sleep_cycles:
             torch.cuda._sleep(sleep_cycles)

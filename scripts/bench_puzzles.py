@@ -5,7 +5,7 @@ that make the GPU work.
     python scripts/bench_puzzles.py [--puzzles 1 5 11] [--quick] [--no-compile]
     TRITON_INTERPRET=1 python scripts/bench_puzzles.py --smoke [--no-compile]
 
-For each row: the lowest of three medians of `triton.testing.do_bench` (L2 cleared between calls; the timing
+For each row: the lowest of three medians of 100 calls timed by CUDA events, each after an L2 flush (the timing
 functions are scripts/bench_references.py's), in microseconds, and the ratios other / reference (> 1: the reference
 is faster). Memory-bound puzzles also show the bytes the kernel moves over the reference's time, as a share of what
 a device-to-device copy reaches in the same run (a kernel that mostly writes, as puzzle 4's, can pass 100%); the

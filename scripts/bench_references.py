@@ -4,11 +4,11 @@ torch, and the best library call, in one process, at the issue's large shapes an
     python scripts/bench_references.py [--tasks 10 11 12 13 14 20 21 22 23] [--quick] [--no-compile]
     TRITON_INTERPRET=1 python scripts/bench_references.py --smoke [--no-compile]
 
-For each row: the lowest of three medians of `triton.testing.do_bench` (L2 cleared between calls), in
-microseconds, and the ratios other / reference (> 1: the reference is faster). Memory-bound tasks also show the
-bytes they must move (read x twice for a global absmax, or once; write the codes) over the reference's time, as a
-share of what a device-to-device copy reaches in the same run. GEMM rows show TOPS (int8) or TFLOPS (fp16) for
-2 * M * N * K.
+For each row: the lowest of three medians of 100 calls timed by CUDA events, each after an L2 flush that leaves L2
+clean and a head start for the host (`bench`), in microseconds, and the ratios other / reference (> 1: the
+reference is faster). Memory-bound tasks also show the bytes they must move (read x twice for a global absmax, or
+once; write the codes) over the reference's time, as a share of what a device-to-device copy reaches in the same
+run. GEMM rows show TOPS (int8) or TFLOPS (fp16) for 2 * M * N * K.
 
 The reference is called as a student's file would be (its entry function, argument checks, allocation and any
 layout work included). The library calls get their best layout for free (prepared outside the timed call), as the
@@ -36,6 +36,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "tasks"
+sys.path.insert(0, str(ROOT))
+
+from grader.timing import L2Flush  # noqa: E402  (the speed tier's flush: one way to empty L2)
 
 
 def _load(task: str, filename: str, name: str):
@@ -50,16 +53,42 @@ def _entry(task: str, name: str):
     return _load(task, "solution.py", name)
 
 
-def bench(fn, *args, repeats: int = 3) -> float:
-    """Microseconds of `fn(*args)`: the lowest of `repeats` medians of triton.testing.do_bench (which clears L2
-    before each call). One median can sit far above the others: on the H100, one reference call of task 12 (B =
-    16) read 44.4, 82.6 and 42.2 us in three runs of the same code and config, while the autotuner timed its
-    kernel at 41.5-42.1 us each time. A likely cause: the call's host work (checks, the autotuner's dispatch,
-    Dynamo's guards for compiled code) runs while the GPU flushes L2, and a stalled host widens the span."""
-    import triton.testing
+HEAD_START_CYCLES = 600_000
+"""GPU clock cycles (about 300 us on an H100) that `bench` keeps the GPU busy after each L2 flush, so that the host
+has issued the whole call before the GPU reaches it, and the events time the GPU's work, not a host that fell
+behind it. Without it, task 12's reference at B = 32 read 59.7 us in one run and 33.4 with it, compile's 67.8
+against 48.1 (the flush alone is a head start of about 95 us, shorter than some calls' host work)."""
 
-    return min(float(triton.testing.do_bench(lambda: fn(*args), warmup=25, rep=200, return_mode="median")) * 1e3
-               for _ in range(repeats))
+
+def bench(fn, *args, repeats: int = 3, reps: int = 100) -> float:
+    """Microseconds of `fn(*args)` on the GPU: the lowest of `repeats` medians of `reps` calls, each timed by CUDA
+    events after an L2 flush (the speed tier's, grader.timing.L2Flush, which leaves L2 clean) and a head start for
+    the host (HEAD_START_CYCLES). `triton.testing.do_bench`, used here before, flushes by writing 256 MB: the next
+    call then also pays for writing those dirty lines back, about 10 us on the H100, which pulled every ratio of a
+    short memory-bound call toward 1 (see L2Flush's numbers); and its flush was the host's only head start, so a
+    call's host work could stall the GPU (one median of task 12 at B = 16 read 82.6 us against 42-44 in other runs)."""
+    flush = _l2_flush()
+    for _ in range(5):  # compiles, autotunes, warms up
+        fn(*args)
+    best = float("inf")
+    for _ in range(repeats):
+        events = []
+        for _ in range(reps):
+            flush()
+            torch.cuda._sleep(HEAD_START_CYCLES)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(*args)
+            end.record()
+            events.append((start, end))
+        torch.cuda.synchronize()
+        best = min(best, statistics.median(start.elapsed_time(end) for start, end in events) * 1e3)
+    return best
+
+
+@functools.cache
+def _l2_flush() -> L2Flush:
+    return L2Flush("cuda")
 
 
 def bench_cpu(fn, *args, reps: int = 3) -> float:
