@@ -13,6 +13,8 @@ import triton.language as tl
 #             on W, the kernel alone took 3731 us;
 #   B = 128:    78 us (kernel) on W,    46 us + the copy on W^T;
 #   B = 32:     43 us on W,             37 us + the copy on W^T.
+# (do_bench's times, whose flush leaves 50 MB of dirty lines in L2 for the call to write back: with a clean L2,
+# B = 32 takes 33.5 us on W and 30.0 + the copy on W^T.)
 # The W^T path loads its tiles by TMA (see the kernel), which needs rows on 16-byte boundaries: IN % 16 == 0.
 # Without it, rows start at odd addresses and no load can be vectorized: on the H100, whole calls on W^T against
 # W as given took 580 against 346 us at 1531 x 3071 x 2500, 23.4 against 6.7 ms at 8192 x 8191 x 8192.
@@ -31,13 +33,16 @@ def _fit_batch(configs: list, named_args: dict, **kwargs) -> list:
         # Tiles of the output are BLOCK_M x BLOCK_N; BLOCK_K is the depth of one step of the K loop. int8 tiles
         # are small (1 byte per element), so deep K steps and 3-4 pipeline stages fit in shared memory
         # (128 x 256 x 128: 48 KB a stage). Each was the fastest of those tried on the H100 (IN = OUT = 8192) at
-        # one batch: on W^T, B = 8192 and B = 256; on W as given, B = 128 (78 us), 32 (43 us) and 16 (41 us).
+        # one batch: on W^T, B = 8192 and B = 256; on W as given, B = 128 (78 us), 32 and 16. At 32 and 16, the
+        # kernel alone, best of 124 and 62 variants (tiles, warps, stages), timed as scripts/bench_references.py
+        # does: 33.5 us at 32 against 35.1 for the 32 x 64 x 256, 3-stage tile listed before (do_bench, whose L2
+        # flush adds the write-back of 50 MB to each call, read both at 43.7-43.8); 32.0 us at 16, the next 35.6.
         # The first has 4 stages since its tiles come by TMA (below): 911-920 us at B = 8192, against 932-934
         # with 3 (the pointer loads' best was 980-1005 with either).
         triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8, num_stages=4),
         triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=4),
         triton.Config({"BLOCK_M": 32, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=4, num_stages=3),
-        triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=3),
+        triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=4, num_stages=4),
         triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 8}, num_warps=4, num_stages=3),
     ],
     key=["B", "IN", "OUT"],
