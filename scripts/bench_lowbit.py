@@ -1,5 +1,5 @@
 """Speed of task 23's fused dW against the unfused path (task 21's dequant kernel + torch.mm), measured the way
-the grader's speed tests measure (grader.worker.time_calls: fresh inputs and an L2 flush per call, GPU time or the
+the grader's speed tests measure (grader.timing.time_calls: fresh inputs and an L2 flush per call, GPU time or the
 host clock as `--clock` says, interleaved, medians), plus each autotune config forced alone.
 
     python scripts/bench_lowbit.py [--reps 50] [--k 8192 100864] [--configs] [--breakdown] [--clock gpu|wall]
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader.config import load_task  # noqa: E402
 from grader.speed import median  # noqa: E402
-from grader.timing import L2_FLUSH_BYTES, time_calls  # noqa: E402
+from grader.timing import MARKER_CYCLES, L2Flush, gpu_activity, marked_calls, time_calls  # noqa: E402
 from grader.worker import _load_module, config_label, find_autotuners  # noqa: E402
 from reference import lowbit_dw  # noqa: E402
 
@@ -41,22 +41,24 @@ def breakdown(name: str, fn, args: list, kwargs: dict, reps: int) -> None:
     """Print the median host time of a call (synchronized start to return) and its kernels' median durations."""
     from torch.profiler import ProfilerActivity, profile
 
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    flush = L2Flush("cuda")
     for _ in range(3):
         fn(*args, **kwargs)
     host = []
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(reps):
-            flush.bitwise_not_()  # evicts L2; its kernel is told apart from the call's kernels by its name
-            torch.cuda.synchronize()
+            flush()
+            torch.cuda._sleep(MARKER_CYCLES)  # the call's kernels lie between this marker and the next (as in
+            torch.cuda.synchronize()          # the speed tests: grader.timing.marked_calls)
             start = time.perf_counter()
             fn(*args, **kwargs)
             host.append(time.perf_counter() - start)
             torch.cuda.synchronize()
+            torch.cuda._sleep(MARKER_CYCLES)
     kernels = defaultdict(list)
-    for event in prof.events():
-        if event.device_type == torch.autograd.DeviceType.CUDA and "bitwise_not" not in event.name:
-            kernels[event.name[:48]].append(event.time_range.elapsed_us())
+    for own in marked_calls(gpu_activity(prof)):
+        for begin, end, kernel in own:
+            kernels[kernel[:48]].append(end - begin)
     gpu = "; ".join(f"{k} {median(v):.1f} us" for k, v in kernels.items())
     print(f"    {name}: host {median(host) * 1e6:.1f} us until the call returns; kernels: {gpu}", flush=True)
 
