@@ -93,6 +93,29 @@ def _marker() -> None:
     torch.cuda._sleep(MARKER_CYCLES)
 
 
+def profile_marked(fn, args: list, kwargs: dict, reps: int, host_too: bool = False,
+                   ) -> tuple[list[list[tuple[float, float, str]]], list[float]]:
+    """For the benchmark scripts: profile `reps` calls of `fn` (CUDA) as the speed tests' GPU clock sees them, each
+    after an L2 flush and between two markers (see `time_calls`). Returns each call's own GPU activities
+    (`marked_calls`; a call that launched nothing has none) and the host's seconds from the call's synchronized
+    start until it returned. `host_too` also traces the host's operators, which slows the host (module docstring)."""
+    flush = L2Flush("cuda")
+    activities = [torch.profiler.ProfilerActivity.CUDA] + ([torch.profiler.ProfilerActivity.CPU] if host_too else [])
+    host = []
+    with torch.profiler.profile(activities=activities) as profiler:
+        for _ in range(reps):
+            flush()
+            _marker()
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            fn(*args, **kwargs)
+            host.append(time.perf_counter() - start)
+            torch.cuda.synchronize()
+            _marker()
+        torch.cuda.synchronize()
+    return marked_calls(gpu_activity(profiler)), host
+
+
 def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int, clock: str = "gpu",
                progress: Callable[[], None] | None = None) -> dict:
     """Time the submission against the baseline on one case's inputs, in this process, interleaved.

@@ -37,20 +37,8 @@ TASK = ROOT / "tasks" / "23_lowbit_dw_fused"
 
 def traced(fn, args: list, kwargs: dict, reps: int, host_too: bool) -> tuple[list[float], list[float]]:
     """(spans, kernel sums) of `reps` calls under the profiler, each after a flush and a marker."""
-    flush = timing.L2Flush("cuda")
-    acts = [torch.profiler.ProfilerActivity.CUDA] + ([torch.profiler.ProfilerActivity.CPU] if host_too else [])
-    with torch.profiler.profile(activities=acts) as prof:
-        for _ in range(reps):
-            flush()
-            torch.cuda._sleep(timing.MARKER_CYCLES)
-            torch.cuda.synchronize()
-            fn(*args, **kwargs)
-            torch.cuda.synchronize()
-            torch.cuda._sleep(timing.MARKER_CYCLES)
-        torch.cuda.synchronize()
-    calls = [own for own in timing.marked_calls(timing.gpu_activity(prof)) if own]
-    spans = [max(end for _, end, _ in own) - min(start for start, _, _ in own) for own in calls]
-    return spans, [sum(end - start for start, end, _ in own) for own in calls]
+    calls = [own for own in timing.profile_marked(fn, args, kwargs, reps, host_too)[0] if own]
+    return [timing.span(own) for own in calls], [sum(end - start for start, end, _ in own) for own in calls]
 
 
 def evented(fn, args: list, kwargs: dict, reps: int, sleep_cycles: int) -> list[float]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -26,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader.config import load_task  # noqa: E402
 from grader.speed import median  # noqa: E402
-from grader.timing import MARKER_CYCLES, L2Flush, gpu_activity, marked_calls, time_calls  # noqa: E402
+from grader.timing import profile_marked, time_calls  # noqa: E402
 from grader.worker import _load_module, config_label, find_autotuners  # noqa: E402
 from reference import lowbit_dw  # noqa: E402
 
@@ -39,24 +38,11 @@ def tolerance_share(got: torch.Tensor, ref: torch.Tensor, rtol: float, atol: flo
 
 def breakdown(name: str, fn, args: list, kwargs: dict, reps: int) -> None:
     """Print the median host time of a call (synchronized start to return) and its kernels' median durations."""
-    from torch.profiler import ProfilerActivity, profile
-
-    flush = L2Flush("cuda")
     for _ in range(3):
         fn(*args, **kwargs)
-    host = []
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            flush()
-            torch.cuda._sleep(MARKER_CYCLES)  # the call's kernels lie between this marker and the next (as in
-            torch.cuda.synchronize()          # the speed tests: grader.timing.marked_calls)
-            start = time.perf_counter()
-            fn(*args, **kwargs)
-            host.append(time.perf_counter() - start)
-            torch.cuda.synchronize()
-            torch.cuda._sleep(MARKER_CYCLES)
+    calls, host = profile_marked(fn, args, kwargs, reps)
     kernels = defaultdict(list)
-    for own in marked_calls(gpu_activity(prof)):
+    for own in calls:
         for begin, end, kernel in own:
             kernels[kernel[:48]].append(end - begin)
     gpu = "; ".join(f"{k} {median(v):.1f} us" for k, v in kernels.items())
