@@ -296,9 +296,13 @@ def value_problem(spec: OutputSpec, t: torch.Tensor, ref: torch.Tensor) -> str |
     unwritten = int(poisoned.sum())
     if unwritten:
         first = poisoned.flatten().nonzero().flatten()[:SHOW]
-        return (f"{spec.name}: {unwritten} element(s) still hold the poison the buffer was filled "
-                f"with (never written, or copied from outside an input): "
-                f"{', '.join(spec.name + _index(int(i), tuple(t.shape)) for i in first)}")
+        poison = _fmt(float(t.flatten()[first[0]]))
+        # An integer poison (-128 for int8) is also a value a wrong kernel can compute: say what was expected.
+        rf = ref.double().flatten()
+        shown = ", ".join(f"{spec.name}{_index(int(i), tuple(t.shape))} (expected {_fmt(float(rf[i]))})"
+                          for i in first)
+        return (f"{spec.name}: {unwritten} element(s) hold {poison}, the poison the buffer was filled with: never "
+                f"written, copied from outside an input, or computed as {poison}; first: {shown}")
     if t.is_floating_point() and not ref.double().isnan().any():
         nans = int(t.isnan().sum())
         if nans:

@@ -1,6 +1,8 @@
 """Configuration errors say which file and which key; one broken task folder does not stop the others."""
 
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -150,3 +152,28 @@ def test_torch_ops_must_be_a_list_of_names(tmp_path):
     (folder / "task.yaml").write_text(text.replace("torch_ops: [", "torch_ops: [not a name, ", 1))
     with pytest.raises(ConfigError, match=r"torch_ops must be a list of op groups"):
         load_task(folder)
+
+
+CASES_LINE = re.compile(r"Cases \((\d+) of them, ([\d.]+) points each\): (.*)")
+
+
+def spec_case_lists() -> list[tuple[Path, int, float, list[str]]]:
+    """Every statement's 'Cases (N of them, P points each): `id` (...); ...' line, read back."""
+    found = []
+    for spec in sorted((ROOT / "tasks").glob("*/spec.md")):
+        for line in spec.read_text().splitlines():
+            m = CASES_LINE.match(line)
+            if m:
+                found.append((spec, int(m[1]), float(m[2]), re.findall(r"`([\w.]+)` \(", m[3])))
+    return found
+
+
+def test_statements_list_the_public_cases_that_task_yaml_grades():
+    """A statement that names its cases says how many, their points and their ids as task.yaml has them (the
+    puzzles' statements once listed 4 cases at 0.25 where task.yaml grades 5 at 0.2)."""
+    lists = spec_case_lists()
+    assert len(lists) >= 12  # the 12 puzzles say it
+    for spec, count, points, ids in lists:
+        public = [c for c in load_task(spec.parent).cases if c.visibility == "public"]
+        assert (count, ids) == (len(public), [c.id for c in public]), spec
+        assert all(abs(c.points - points) < 1e-9 for c in public), spec

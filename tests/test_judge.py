@@ -19,6 +19,16 @@ def test_rounded_accepts_either_side_of_a_tie_but_not_truncation():
     assert "q[3] got 3 expected 4 (exact 3.7000)" in msg
 
 
+def test_a_value_equal_to_the_poison_is_shown_with_what_was_expected():
+    """-128 is int8's poison and also what a kernel that rounds down computes for -127.00001: the message says
+    both readings and gives the expected values, not only "never written"."""
+    got = torch.tensor([[5, -128], [-128, 7]], dtype=torch.int8)
+    ref = torch.tensor([[5.0, -127.0], [-126.9, 7.0]], dtype=torch.float64)
+    msg = judge.value_problem(ROUNDED, got, ref)
+    assert msg.startswith("q: 2 element(s) hold -128, the poison the buffer was filled with: never written")
+    assert "or computed as -128; first: q[0, 1] (expected -127), q[1, 0] (expected -126.9)" in msg
+
+
 def test_close_and_exact_rules():
     close = OutputSpec(name="y", dtype="float16", compare="close", rtol=1e-2, atol=1e-3)
     ref = torch.tensor([[1.0, 100.0], [0.0, -5.0]], dtype=torch.float64)
