@@ -14,7 +14,7 @@ import torch
 
 from grader import bounds, guards, torch_ops
 from grader.config import OutputSpec, TaskSpec
-from grader.runner import WorkerRun
+from grader.runner import WorkerRun, read_bounded
 
 DTYPES = {"int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
           "uint8": torch.uint8, "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
@@ -64,7 +64,7 @@ class WorkerResults:
     def read(cls, jobdir: Path, runs: list[WorkerRun]) -> WorkerResults:
         res = cls(jobdir=jobdir, runs=runs)
         try:
-            load = json.loads((jobdir / "load.json").read_text())
+            load = json.loads(read_bounded(jobdir / "load.json"))
             if not isinstance(load, dict) or not isinstance(load.get("kernels"), dict):
                 raise ValueError("load.json has an unexpected shape")
             res.load = load
@@ -89,7 +89,7 @@ class WorkerResults:
             except Exception as exc:  # noqa: BLE001 - garbled results fail closed
                 return None, f"the worker's result for this case is unreadable ({type(exc).__name__}: {exc})"
         try:
-            crash = json.loads((self.jobdir / f"crash-{index}.json").read_text())
+            crash = json.loads(read_bounded(self.jobdir / f"crash-{index}.json"))
             return None, f"{crash['message']} while running this case (the later cases ran in a new worker)"
         except (OSError, ValueError, KeyError, TypeError):
             pass
@@ -204,9 +204,14 @@ def guard_damage(rec: dict, input: bool = False) -> tuple[torch.Tensor, int, int
     filled in (grader/guards.py `guard_record`); every one is checked here: inside the buffer, outside the view,
     in order, and of the buffer's dtype. Anything else is a garbled record (ValueError)."""
     n, size, stride, offset = int(rec["n"]), tuple(rec["size"]), tuple(rec["stride"]), int(rec["offset"])
+    if any(int(k) < 0 for k in (*size, *stride)):
+        raise ValueError("a guarded view has a negative size or stride")
     n_span = guards.span(size, stride)
-    if offset < 0 or offset + n_span > n:
-        raise ValueError("a guarded view lies outside its buffer")
+    # The worker lays every guarded buffer out one way (grader/guards.py `_guarded`): a record claiming another
+    # layout is forged, and its sizes are not trusted any further (a claimed n of 2^28 cost the judge 2.7 GB).
+    guard = guards.guard_size(n_span)
+    if offset != guard or n != n_span + 2 * guard:
+        raise ValueError("a guarded buffer is recorded with a layout the worker does not make")
     positions, values = rec["changed"], rec["values"]
     if not (isinstance(positions, torch.Tensor) and isinstance(values, torch.Tensor)) \
             or positions.dtype != torch.int64 or positions.dim() != 1 or values.shape != positions.shape \
@@ -217,10 +222,27 @@ def guard_damage(rec: dict, input: bool = False) -> tuple[torch.Tensor, int, int
     if int(positions[0]) < 0 or int(positions[-1]) >= n or bool((positions[1:] <= positions[:-1]).any()):
         raise ValueError("the guard bands of a buffer list positions out of order or out of range")
     inside = (positions >= offset) & (positions < offset + n_span)
-    if bool(inside.any()) and bool(guards.region_mask(n, size, stride, offset)[positions[inside]].any()):
+    if bool(inside.any()) and bool(_in_view(positions[inside], n, size, stride, offset).any()):
         raise ValueError("the guard bands of a buffer list an element of the view itself")
     changed = guards.bits_view(values) != guards.poison_bits(values.dtype, input)
     return positions[changed], offset, n_span
+
+
+def _in_view(positions: torch.Tensor, n: int, size: tuple, stride: tuple, offset: int) -> torch.Tensor:
+    """Which buffer positions are elements of the view, computed from the positions alone when the view's
+    dimensions nest (each stride at least the span of the smaller ones: every dense or sliced layout), so that the
+    judge's memory follows what the record holds, not what it claims; a whole-buffer mask otherwise."""
+    dims = sorted(((st, sz) for sz, st in zip(size, stride) if sz > 1), reverse=True)
+    nested = all(st >= guards.span([sz for _, sz in dims[k + 1:]], [s for s, _ in dims[k + 1:]])
+                 for k, (st, _) in enumerate(dims))
+    if not nested:
+        return guards.region_mask(n, size, stride, offset)[positions]
+    rest = positions - offset
+    member = rest >= 0
+    rest = rest.clamp(min=0)
+    for st, sz in dims:
+        rest = rest - torch.clamp(rest // st, max=sz - 1) * st
+    return member & (rest == 0)
 
 
 def check_guards(rec: dict, name: str, input: bool = False) -> str | None:

@@ -39,7 +39,7 @@ class WorkerRun:
 
     def status(self) -> dict:
         try:
-            data = json.loads((self.jobdir / f"status-{self.run_id}.json").read_text())
+            data = json.loads(read_bounded(self.jobdir / f"status-{self.run_id}.json"))
             return data if isinstance(data, dict) else {}
         except (OSError, ValueError):
             return {}
@@ -131,6 +131,28 @@ def spec_env(spec: JobSpec) -> dict[str, str]:
     return env
 
 
+LOG_TAIL = 20000
+"""Characters of a worker's log kept for staff (its end: where a crash is)."""
+JSON_LIMIT = 8 << 20
+"""The largest worker-written JSON file the judge reads (load.json holds the kernels and the environment, well
+under 1 MB): anything larger is garbled, and is not read into memory."""
+
+
+def tail(path: Path, chars: int) -> str:
+    """The end of a text file, read from its end (a submission can print gigabytes)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - 4 * chars))
+        return fh.read().decode(errors="replace")[-chars:]
+
+
+def read_bounded(path: Path, limit: int = JSON_LIMIT) -> str:
+    """A worker-written text file, refused (ValueError) past `limit` bytes without reading it."""
+    if path.stat().st_size > limit:
+        raise ValueError(f"{path.name} is larger than {limit} bytes")
+    return path.read_text()
+
+
 def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> WorkerRun:
     """One worker process over `cases` (indices into the inputs file), stopped at the time limit."""
     job = {"submission": str(spec.submission.resolve()), "entry": spec.entry, "kernels": spec.kernels,
@@ -168,9 +190,9 @@ def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> Wo
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait(30)
-    text = log_path.read_text(errors="replace")
+    text = tail(log_path, LOG_TAIL)
     return WorkerRun(jobdir=jobdir, returncode=None if timed_out else proc.returncode, timed_out=timed_out,
-                     seconds=time.monotonic() - start, log=text[-20000:], run_id=run_id, cases=list(cases),
+                     seconds=time.monotonic() - start, log=text, run_id=run_id, cases=list(cases),
                      stalled_s=spec.stall_s if ended == "stalled" else 0.0, quiet_s=round(quiet_s, 2))
 
 

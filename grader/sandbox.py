@@ -8,6 +8,8 @@ submission, in this order, each layer reported on its own (`apply` returns {laye
 * user: the same namespace call puts the worker in a user namespace of its own: it keeps its user id (files stay
   readable as they were; Landlock below decides which), but holds no capability outside that namespace, and the
   process limit below counts this worker alone;
+* processes: the same call makes a PID namespace, and the worker goes on as its process 1 (a fork): when the
+  worker ends, the kernel kills whatever it started, even a process in a session of its own;
 * limits (setrlimit): processes and threads (RLIMIT_NPROC: a fork bomb dies alone), open files, file size,
   CPU seconds, no core dumps, and memory through RLIMIT_DATA, which counts private writable memory (what a
   runaway allocation grows) but not the address space CUDA reserves (an RLIMIT_AS breaks CUDA contexts);
@@ -32,6 +34,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -328,13 +331,14 @@ def plan(jobdir: Path, root: Path, device: str, timeout_s: float, limits: Limits
 # ------------------------------------------------------------------------------------------------ applying
 
 
-def _unshare() -> tuple[str, str, bool]:
+def _unshare() -> tuple[str, str, bool, bool]:
     """A network namespace of the worker's own, inside a user namespace of its own when the process is still
     single-threaded (the kernel's rule): then no capability is left outside it. As root, the worker first takes
     a real user id of its own (SANDBOX_UID_BASE + pid) while keeping root as its effective and file-system id:
     files stay readable as they were (Landlock below decides which), and RLIMIT_NPROC, which counts processes by
     real user and exempts only root and holders of capabilities, then counts this worker's processes alone.
-    Returns the report's network and user lines, and whether the limit on processes means something."""
+    A PID namespace as well where the kernel allows it (see _become_init). Returns the report's network and user
+    lines, whether the limit on processes means something, and whether a PID namespace was made."""
     own = ""
     if os.geteuid() == 0:
         uid = SANDBOX_UID_BASE + os.getpid()
@@ -344,23 +348,43 @@ def _unshare() -> tuple[str, str, bool]:
         except OSError:
             pass
     euid, egid = os.geteuid(), os.getegid()
-    if _libc.unshare(ctypes.c_int(CLONE_NEWNET | CLONE_NEWUSER)) == 0:
+    pid_ns = _libc.unshare(ctypes.c_int(CLONE_NEWNET | CLONE_NEWUSER | CLONE_NEWPID)) == 0
+    if pid_ns or _libc.unshare(ctypes.c_int(CLONE_NEWNET | CLONE_NEWUSER)) == 0:
         # Map the effective user and group to themselves (what the process creates needs an owner the
         # namespace knows); the real uid stays unmapped, as it should.
         for name, line in (("setgroups", "deny"), ("uid_map", f"{euid} {euid} 1"), ("gid_map", f"{egid} {egid} 1")):
             with open(f"/proc/self/{name}", "w") as fh:
                 fh.write(line)
         return (f"on: {NETWORK_WORDS}", f"on: a user namespace of its own (no capability outside it){own}",
-                bool(own) or os.geteuid() != 0)
+                bool(own) or os.geteuid() != 0, pid_ns)
     err = ctypes.get_errno()
     user = f"off: a user namespace was refused ({os.strerror(err)}; {len(os.listdir('/proc/self/task'))} threads)"
     if _libc.unshare(ctypes.c_int(CLONE_NEWNET)) == 0:
-        return f"on: {NETWORK_WORDS}", user, False
+        return f"on: {NETWORK_WORDS}", user, False, False
     err = ctypes.get_errno()
-    return f"off: unshare failed ({os.strerror(err)})", user, False
+    return f"off: unshare failed ({os.strerror(err)})", user, False, False
 
 
-CLONE_NEWNET, CLONE_NEWUSER = 0x40000000, 0x10000000
+def _become_init() -> None:
+    """Fork once after entering a new PID namespace: the child is its process 1 and goes on as the worker; this
+    process waits and exits with the child's status. When process 1 ends (or is killed with the worker's process
+    group), the kernel kills everything else in the namespace: a process the submission started in a session of
+    its own (`os.setsid()`, out of reach of the runner's killpg) does not outlive the worker."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    child = os.fork()
+    if child == 0:
+        return
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):  # die the same way, so that the runner reads the same exit (killed by SIGSEGV)
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    os._exit(os.WEXITSTATUS(status))
+
+
+CLONE_NEWNET, CLONE_NEWUSER, CLONE_NEWPID = 0x40000000, 0x10000000, 0x20000000
 SANDBOX_UID_BASE = 1_000_000
 """A root worker's real user id is SANDBOX_UID_BASE + its pid: unique among live processes, never a real user."""
 NETWORK_WORDS = "a network namespace of its own (no route anywhere)"
@@ -395,8 +419,9 @@ def apply(p: Plan, jobdir: Path, layers: tuple[str, ...] = LAYERS) -> dict[str, 
     single-threaded; Landlock last, so that nothing before it needs a refused file). Returns a report
     {layer: "on: ..." | "off: reason"}; a layer that fails is reported, not fatal."""
     report: dict[str, str] = {}
+    pid_ns = False
     if "namespaces" in layers:
-        report["network"], report["user"], counted = _unshare()
+        report["network"], report["user"], counted, pid_ns = _unshare()
     else:
         report["network"] = report["user"] = "off: not asked for"
         counted = False
@@ -414,6 +439,12 @@ def apply(p: Plan, jobdir: Path, layers: tuple[str, ...] = LAYERS) -> dict[str, 
 
     tempfile.tempdir = None  # tempfile caches its folder: look again
     report["tmp"] = f"on: a temporary folder of its own in the job folder ({private.name}); /tmp is not writable"
+    if pid_ns:
+        _become_init()
+        report["processes"] = "on: a PID namespace of its own: whatever the worker starts ends with it"
+    else:
+        report["processes"] = ("off: no PID namespace (a process started in a session of its own may outlive the "
+                               "worker)" if "namespaces" in layers else "off: not asked for")
     try:
         report["limits"] = _set_limits(p, counted) if "limits" in layers else "off: not asked for"
     except (OSError, ValueError) as exc:

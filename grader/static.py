@@ -10,14 +10,14 @@
   - dunder attributes (`x.__closure__`, `x.__class__`, ...), also as keyword patterns of a `case C(__x__=...)`;
   - private attributes (`torch._C`, `x._base`), except on `self` and `cls`; these two names may then be bound
     only as a method's first parameter (else `self = torch` would reach `torch._C` through `self._C`);
-  - the attributes in FLAGGED_ATTRS (`torch.os`, `x.subprocess`, ...);
+  - the attributes in FLAGGED_ATTRS (`torch.os`, `x.inspect`, `tb.tb_frame`, `torch.from_file`, ...);
   - the internal parts of torch and triton in REFUSED_PREFIXES, by full dotted name after resolving import
     aliases (`import triton.language as tl`, `from triton import runtime`, and plain `t = torch`), less the
     ALLOWED_INTERNALS that real kernels use (the SM count, the current device and target);
   - assigning to (or deleting) an attribute of an imported module (`torch.empty = ...`).
   What a static check cannot see (a module passed around as a value, then used through a parameter) is left to
-  the sandbox and the runtime op audit; public APIs (torch.from_file, torch.hub, torch.multiprocessing,
-  torch.distributed, torch.cuda, triton.testing, ...) are deliberately left to them too.
+  the sandbox and the runtime op audit; public APIs that a wrapper might reasonably use (torch.distributed,
+  torch.cuda, triton.testing, ...) are left to them too.
 * signatures: the required functions and kernels are defined at the top level with the skeleton's parameters.
 * autotune decorators: where each kernel's `@triton.autotune` sits (its config count is read in the worker).
 """
@@ -70,7 +70,25 @@ FLAGGED_ATTRS: dict[str, str] = {
     "ctypes": "reaches ctypes, which reads and writes any memory",
     "importlib": "reaches importlib, " + _IMPORTS,
 }
-"""Attributes refused on any object: modules that the whitelist keeps out but others re-export (`torch.os`)."""
+_FRAMES = "reaches the interpreter's stack frames: the grader's own state and data"
+_THREADS = "runs work in another thread or process, where the op audit does not see it"
+_FILES = "reads or writes files"
+_CODE = "loads or runs code that this check never sees"
+_NET = "opens network connections"
+for _names, _why in [
+    (("inspect", "traceback", "gc", "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "tb_frame",
+      "tb_next", "gi_frame", "cr_frame", "ag_frame", "faulthandler"), _FRAMES),
+    (("threading", "multiprocessing", "concurrent", "asyncio", "pty", "signal", "resource", "posix"), _THREADS),
+    (("io", "pathlib", "Path", "glob", "shutil", "tempfile", "mmap", "linecache", "tokenize", "codecs",
+      "fileinput", "logging", "from_file", "serialization"), _FILES),
+    (("pickle", "marshal", "copyreg", "runpy", "pkgutil", "zipimport", "atexit", "hub"), _CODE),
+    (("socket", "ssl", "http", "urllib"), _NET),
+]:
+    FLAGGED_ATTRS.update({_n: _why for _n in _names})
+"""Attributes refused on any object: modules that the whitelist keeps out but others re-export (`torch.os`,
+`torch.inspect`, `torch.threading`, `torch.serialization.pickle`), the attributes of stack frames, and torch's own
+APIs that read files or load code (`torch.from_file`, `torch.hub`, `torch.serialization`). A homework kernel's
+wrapper needs none of them; each was the way in of a cheat (tasks/10_quantize_global_int8/wrong/)."""
 
 _TRITON_WHY = ("Triton's internals; the SM count is available through "
                "triton.runtime.driver.active.utils.get_device_properties")
@@ -89,6 +107,8 @@ REFUSED_PREFIXES: dict[str, str] = {
     "torch.utils.cpp_extension": "builds and loads C++ and CUDA code",
     "torch.load": "unpickles files, which can run code",
     "torch.save": "writes files",
+    "torch.utils.data": "its loaders run work in other processes, where the op audit does not see it",
+    "torch.utils.collect_env": "runs programs",
     "triton.runtime": _TRITON_WHY,
     "triton.compiler": _TRITON_WHY,
     "triton.backends": _TRITON_WHY,
@@ -98,8 +118,8 @@ REFUSED_PREFIXES: dict[str, str] = {
 """Internal parts of torch and triton, refused with why, by full dotted name (a name under one of these, segment by
 segment: `torch.load` refuses `torch.load(...)`, not `torch.loadtxt`). Names resolve through import aliases and
 plain assignments of a module (`t = torch`). `torch.compiler` is `torch.compile`'s module (it also loads compiled
-artifacts). Public APIs outside this table (torch.from_file, torch.hub, torch.multiprocessing, torch.distributed,
-torch.utils.collect_env, torch.cuda, triton.testing, math) are left to the sandbox and the runtime op audit."""
+artifacts). Public APIs outside this table and FLAGGED_ATTRS (torch.distributed, torch.cuda, triton.testing, math)
+are left to the sandbox and the runtime op audit."""
 
 ALLOWED_INTERNALS: tuple[str, ...] = (
     "triton.runtime.driver.active.utils.get_device_properties",  # ["multiprocessor_count"], ["max_shared_mem"]

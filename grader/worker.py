@@ -30,12 +30,13 @@ import platform
 import shutil
 import sys
 import traceback
+import uuid
 from pathlib import Path
 
 import torch
 
 from grader import guards, sandbox
-from grader.audit import OpAudit
+from grader.audit import OpAudit, watch_threads
 from grader.bounds import BoundsAudit
 from grader.bounds import intact as bounds_intact
 from grader.gpu_compile import CompileCheck
@@ -46,14 +47,19 @@ from grader.timing import compile_here, load_baseline, time_calls
 ROOT = Path(__file__).resolve().parent.parent
 
 
+_TEMP_TAG = uuid.uuid4().hex[:12]
+"""Workers of one job each write load.json: no shared temp name (not the pid: in the sandbox's PID namespace
+every worker is process 1)."""
+
+
 def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")  # workers of one job each write load.json: no shared temp name
+    tmp = path.with_suffix(f".{_TEMP_TAG}.tmp")
     tmp.write_text(json.dumps(data))
     os.replace(tmp, path)
 
 
 def _save(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp = path.with_suffix(f".{_TEMP_TAG}.tmp")
     torch.save(data, tmp)
     os.replace(tmp, path)
 
@@ -482,6 +488,7 @@ def main(jobdir: Path, run_id: str) -> int:
     # two per core, its spinning threads made the guard bookkeeping of a case ten times slower on CI's 2 cores).
     torch.set_num_threads(1)
     audit = OpAudit(path)
+    watch_threads()  # a thread the submission starts runs under the op audit too
     try:
         load["environment"] = environment(device)
         originals = {}

@@ -9,6 +9,8 @@ interpreter, and on CUDA as well where a GPU is visible (the H100 box).
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -44,15 +46,16 @@ def _grade(jobs, cfg, device, static_checks=True, sandbox_on=True):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_the_sandbox_and_the_op_audit_stop_the_cheats_the_static_policy_lets_through(small10, cfg, device):
+def test_the_sandbox_and_the_op_audit_stop_the_cheats_behind_the_static_policy(small10, cfg, device):
+    """launder_copy.py passes the static policy; the others it refuses (selftest proves it), so they are graded
+    here with it off, to show that the sandbox stops them too."""
     names = ["launder_copy.py", "shell_command.py", "fork_bomb.py", "network.py"]
     jobs = [Job(small10, WRONG / n, n) for n in names] + [Job(small10, TASK10 / "solution.py", "good")]
-    launder, shell, bomb, network, good = _grade(jobs, cfg, device)
+    launder, shell, bomb, network, good = _grade(jobs, cfg, device, static_checks=False)
     # a fork bomb (and everything else here) costs only its own tests
     assert good.score == good.max_score
     for result in (launder, shell, bomb, network):
         assert result.score == 0
-        assert _messages(result)["imports"] == "ok"  # the static policy let it through
     msg = _messages(launder)
     for case in ("n1_fp32", "n127_fp16"):
         assert "must come from your kernel" in msg[case] and "at line 27" in msg[case], msg[case]
@@ -180,3 +183,57 @@ def test_the_sandbox_rules_keep_the_project_out(tmp_path: Path):
     assert rules[tmp_path.resolve()] & sandbox.FS_WRITE_FILE
     assert all(not (r & sandbox.FS_WRITE_FILE) for p, r in rules.items()
                if p not in (tmp_path.resolve(), Path("/proc/self").resolve()) and not str(p).startswith("/dev/"))
+
+
+ORPHAN = '''
+import os, time
+import torch, triton, triton.language as tl
+
+@triton.jit
+def _quantize_global(x_ptr, absmax_inv_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pass
+
+def quantize_global(x):
+    if os.fork() == 0:
+        os.setsid()  # out of the worker's process group: the runner's killpg misses it
+        try:
+            os.execv("/bin/sleep", ["/bin/sleep", "97.531"])
+        except OSError:  # the sandbox refuses running programs
+            time.sleep(97.531)
+        os._exit(0)
+    raise RuntimeError("left a child behind")
+'''
+
+
+def _left_behind() -> list[int]:
+    """Processes of a sandboxed worker's user id, or running the orphan's sleep, still alive."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            uid = int((entry / "status").read_text().split("\nUid:\t", 1)[1].split()[0])
+            cmd = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if uid >= sandbox.SANDBOX_UID_BASE or b"97.531" in cmd:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_cheats_that_the_static_policy_refuses_are_stopped_behind_it(small10, cfg, device, tmp_path):
+    """thread_launder.py: the op audit follows the thread. A child in a session of its own: the PID namespace
+    ends it with the worker (with the sandbox off, it outlives the grading, which is what it would do)."""
+    orphan = tmp_path / "orphan.py"
+    orphan.write_text(ORPHAN)
+    thread, escaped = _grade([Job(small10, WRONG / "thread_launder.py", "t"), Job(small10, orphan, "o")], cfg,
+                             device, static_checks=False)
+    assert thread.score == 0 and "must come from your kernel" in _messages(thread)["n127_fp16"]
+    assert escaped.staff["sandbox"]["processes"].startswith("on"), escaped.staff["sandbox"]
+    assert _left_behind() == []
+    _grade([Job(small10, orphan, "o")], cfg, device, static_checks=False, sandbox_on=False)
+    survivors = _left_behind()
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert survivors, "with the sandbox off, the orphan outlives the worker"

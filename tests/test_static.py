@@ -180,10 +180,36 @@ def test_names_resolve_through_import_aliases(task10):
     assert _policy(task10, "from triton import runtime", "runtime.driver.active.utils.get_device_properties(0)") == []
 
 
+def test_modules_re_exported_by_torch_and_frames_are_refused(task10):
+    """Each was the way in of a cheat found in an audit: frames reached the grader's state (switch the op audit
+    off, forge a launch, read the hidden cases), a thread ran torch where the audit did not look, pickle called
+    os.fork, torch.serialization rewrote the grader's records, a DataLoader's workers compute elsewhere."""
+    problems = _policy(task10, "f = torch.inspect.currentframe()", "t = torch.threading.Thread",
+                       "p = torch.serialization.pickle.loads(b'')", "a = torch.from_file('f.bin', size=4)",
+                       "q = torch.multiprocessing.get_context('spawn')", "h = torch.hub.list",
+                       "e = torch.utils.collect_env.get_pretty_env_info()", "d = torch.utils.data.DataLoader",
+                       "def g(e):", "    return e.tb_frame.f_locals")
+    assert problems == [
+        f"{_at(1)} use of .inspect is not allowed (reaches the interpreter's stack frames: the grader's own state "
+        "and data)",
+        f"{_at(2)} use of .threading is not allowed (runs work in another thread or process, where the op audit "
+        "does not see it)",
+        f"{_at(3)} use of .serialization is not allowed (reads or writes files)",
+        f"{_at(4)} use of .from_file is not allowed (reads or writes files)",
+        f"{_at(5)} use of .multiprocessing is not allowed (runs work in another thread or process, where the op "
+        "audit does not see it)",
+        f"{_at(6)} use of .hub is not allowed (loads or runs code that this check never sees)",
+        f"{_at(7)} use of torch.utils.collect_env is not allowed (runs programs)",
+        f"{_at(8)} use of torch.utils.data is not allowed (its loaders run work in other processes, where the op "
+        "audit does not see it)",
+        f"{_at(10)} use of .tb_frame is not allowed (reaches the interpreter's stack frames: the grader's own "
+        "state and data)",
+    ]
+
+
 def test_public_apis_and_own_private_state_pass(task10):
-    assert _policy(task10, "a = torch.from_file('f.bin', size=4)", "p = torch.multiprocessing.get_context('spawn')",
-                   "e = torch.utils.collect_env.get_pretty_env_info()", "h = torch.hub.list",
-                   "n = torch.cuda.get_device_properties(0).multi_processor_count", "r = torch.round(x)",
+    assert _policy(task10, "n = torch.cuda.get_device_properties(0).multi_processor_count", "r = torch.round(x)",
+                   "s = x.select(0, 1)", "m = tl.math.exp", "c2 = x.copy_(y)", "tr = torch.trace(x)",
                    "b = triton.testing.do_bench", "c = torch.loadtxt if False else triton.cdiv(3, 2)",
                    "class Cache:", "    def __init__(self):", "        self._x = {}",
                    "    def get(self, k):", "        return self._x.get(k)") == []
