@@ -221,10 +221,11 @@ def _left_behind() -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", ["cpu"])
 def test_the_cheats_that_the_static_policy_refuses_are_stopped_behind_it(small10, cfg, device, tmp_path):
     """thread_launder.py: the op audit follows the thread. A child in a session of its own: the PID namespace
-    ends it with the worker (with the sandbox off, it outlives the grading, which is what it would do)."""
+    ends it with the worker (with the sandbox off, it outlives the grading, which is what it would do). On the
+    CPU only: the PID namespace is off on CUDA (grader/sandbox.py PID_NAMESPACE_CUDA)."""
     orphan = tmp_path / "orphan.py"
     orphan.write_text(ORPHAN)
     thread, escaped = _grade([Job(small10, WRONG / "thread_launder.py", "t"), Job(small10, orphan, "o")], cfg,
