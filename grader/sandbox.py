@@ -344,7 +344,7 @@ def _unshare(pid_namespace: bool = True) -> tuple[str, str, bool, bool]:
     a real user id of its own (SANDBOX_UID_BASE + pid) while keeping root as its effective and file-system id:
     files stay readable as they were (Landlock below decides which), and RLIMIT_NPROC, which counts processes by
     real user and exempts only root and holders of capabilities, then counts this worker's processes alone.
-    A PID namespace as well where the kernel allows it (see _become_init). Returns the report's network and user
+    A PID namespace as well where the kernel allows it (see go_on_in_a_child). Returns the report's network and user
     lines, whether the limit on processes means something, and whether a PID namespace was made."""
     own = ""
     if os.geteuid() == 0:
@@ -372,18 +372,20 @@ def _unshare(pid_namespace: bool = True) -> tuple[str, str, bool, bool]:
     return f"off: unshare failed ({os.strerror(err)})", user, False, False
 
 
-def _become_init() -> None:
-    """Fork once after entering a new PID namespace: the child is its process 1 and goes on as the worker; this
-    process waits and exits with the child's status. When process 1 ends (or is killed with the worker's process
-    group), the kernel kills everything else in the namespace: a process the submission started in a session of
-    its own (`os.setsid()`, out of reach of the runner's killpg) does not outlive the worker."""
+def go_on_in_a_child() -> None:
+    """Fork: the child returns and goes on; this process waits and ends as the child did (the same exit code, or
+    killed by the same signal, so that the runner reads the same exit: killed by SIGSEGV). The worker uses it to
+    become single-threaded (a user namespace needs it) and to become process 1 of a new PID namespace: when that
+    process ends (or is killed with the worker's process group), the kernel kills everything else in the
+    namespace, so a process the submission started in a session of its own (`os.setsid()`, out of reach of the
+    runner's killpg) does not outlive the worker."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     child = os.fork()
     if child == 0:
         return
     _, status = os.waitpid(child, 0)
-    if os.WIFSIGNALED(status):  # die the same way, so that the runner reads the same exit (killed by SIGSEGV)
+    if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
@@ -447,7 +449,7 @@ def apply(p: Plan, jobdir: Path, layers: tuple[str, ...] = LAYERS) -> dict[str, 
     tempfile.tempdir = None  # tempfile caches its folder: look again
     report["tmp"] = f"on: a temporary folder of its own in the job folder ({private.name}); /tmp is not writable"
     if pid_ns:
-        _become_init()
+        go_on_in_a_child()  # the child is the new namespace's process 1
         report["processes"] = "on: a PID namespace of its own: whatever the worker starts ends with it"
     else:
         report["processes"] = ("off: not asked for" if "namespaces" not in layers else PID_NAMESPACE_CUDA

@@ -75,7 +75,7 @@ _THREADS = "runs work in another thread or process, where the op audit does not 
 _FILES = "reads or writes files"
 _CODE = "loads or runs code that this check never sees"
 _NET = "opens network connections"
-for _names, _why in [
+FLAGGED_ATTRS.update({name: why for names, why in [
     (("inspect", "traceback", "gc", "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "tb_frame",
       "tb_next", "gi_frame", "cr_frame", "ag_frame", "faulthandler"), _FRAMES),
     (("threading", "multiprocessing", "concurrent", "asyncio", "pty", "signal", "resource", "posix"), _THREADS),
@@ -83,8 +83,7 @@ for _names, _why in [
       "fileinput", "logging", "from_file", "serialization"), _FILES),
     (("pickle", "marshal", "copyreg", "runpy", "pkgutil", "zipimport", "atexit", "hub"), _CODE),
     (("socket", "ssl", "http", "urllib"), _NET),
-]:
-    FLAGGED_ATTRS.update({_n: _why for _n in _names})
+] for name in names})
 """Attributes refused on any object: modules that the whitelist keeps out but others re-export (`torch.os`,
 `torch.inspect`, `torch.threading`, `torch.serialization.pickle`), the attributes of stack frames, and torch's own
 APIs that read files or load code (`torch.from_file`, `torch.hub`, `torch.serialization`). A homework kernel's

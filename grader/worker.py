@@ -432,16 +432,6 @@ def _single_threaded() -> bool:
         return True
 
 
-def _in_a_child() -> int | None:
-    """Run the rest of the worker in a forked child (one thread, as a user namespace needs), and return its exit
-    code here; None in the child."""
-    pid = os.fork()
-    if pid == 0:
-        return None
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
-
-
 def enter_sandbox(job: dict, jobdir: Path) -> dict[str, str]:
     """Apply the sandbox the job asks for (grader/sandbox.py); returns which layers are on (load.json carries it
     to the staff JSON)."""
@@ -460,9 +450,7 @@ def enter_sandbox(job: dict, jobdir: Path) -> dict[str, str]:
 def main(jobdir: Path, run_id: str) -> int:
     job = json.loads((jobdir / f"job-{run_id}.json").read_text())
     if job.get("sandbox") and not _single_threaded():
-        code = _in_a_child()  # `python -m grader.worker` has a thread or two by now; a forked child has one
-        if code is not None:
-            return code
+        sandbox.go_on_in_a_child()  # `python -m grader.worker` has a thread or two by now; a forked child has one
     status = jobdir / f"status-{run_id}.json"
     device = job["device"]
     path = os.path.abspath(job["submission"])
