@@ -14,7 +14,10 @@ starting a thread pool in it). A child's standard input and output are replaced 
 submission cannot write to the protocol pipe.
 
 Protocol, one JSON object per line:
-  request  {"id": n, "jobdir": ..., "run_id": ..., "cwd": ..., "log": ..., "env": {...}}
+  request  {"id": n, "job": ..., "records": ..., "log": ..., "cwd": ..., "env": {...}, "compiles": bool}
+           (job, records and log: files of the trusted folder the runner made; the child opens the log and the
+           record stream before it runs anything, never through a link, and the worker keeps the stream's
+           descriptor: grader/protocol.py)
   replies  {"id": n, "pid": p}              once forked
            {"id": n, "returncode": rc}      when the child has ended (negative: killed by that signal)
 End of input ends the server, and it kills every child still running.
@@ -32,7 +35,7 @@ import traceback
 from pathlib import Path
 
 PRELOAD = ("numpy", "torch", "triton", "triton.language", "triton.runtime.autotuner", "triton.runtime.interpreter",
-           "grader.worker", "grader.audit", "grader.sandbox")
+           "grader.worker", "grader.audit", "grader.sandbox", "grader.protocol")
 # For the timing workers' torch.compile'd baselines, imported by the server before it forks the first of them (a
 # request with "compiles"), so a grading run without speed tests never pays their 3-4 s. In each timing worker,
 # importing Inductor's config took 4.3 s and loading the baseline (which imports Dynamo) 3 s on the H100 box; with
@@ -78,7 +81,9 @@ def _child(request: dict) -> None:
     code = 70
     try:
         os.setsid()
-        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        append = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW
+        log = os.open(request["log"], append)
+        records = os.open(request["records"], append)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(log, 1)
@@ -92,7 +97,7 @@ def _child(request: dict) -> None:
         from grader import worker
 
         worker.START = time.perf_counter()
-        code = worker.main(Path(request["jobdir"]), request["run_id"])
+        code = worker.main(Path(request["job"]), records)
     except BaseException:  # noqa: BLE001 - the log is what the judge gets
         traceback.print_exc()
     finally:

@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import hashlib
 import importlib
 import io
 import json
 import multiprocessing
+import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
@@ -32,6 +36,7 @@ import torch
 
 from grader import judge, speed, static
 from grader.config import AUTOTUNE_TEST, GATES, ROOT, CourseConfig, TaskSpec
+from grader.protocol import GradingTree, JobFolders, PerfItem
 from grader.results import TaskResult, TestResult
 from grader.runner import ForkServer, JobSpec, WorkerRun, run_shard, worker_env
 from grader.status import Outcome
@@ -53,12 +58,13 @@ def resolve_device(requested: str) -> str:
 class Prepared:
     """Each task's inputs and oracle answers for one device, computed once and shared by every job.
 
-    Inputs come first (workers need them); the oracle's answers are computed later, while the workers run.
+    Inputs come first (workers need them: one file per case in the trusted tree, so that a worker is handed only
+    its own cases'); the oracle's answers are computed later, while the workers run.
     """
 
-    def __init__(self, device: str, workdir: Path, save_answers: bool = False, audit: bool = False) -> None:
+    def __init__(self, device: str, tree: GradingTree, save_answers: bool = False, audit: bool = False) -> None:
         self.device = device
-        self.workdir = workdir
+        self.tree = tree
         self.save_answers = save_answers
         """Also write the answers to a file, for judge processes (see `judge_job_apart`)."""
         self.audit = audit and device == "cuda"
@@ -73,22 +79,24 @@ class Prepared:
         return importlib.import_module(f"reference.{task.reference}")
 
     def cases(self, task: TaskSpec) -> list[judge.CaseData]:
-        """The cases with their inputs (written to `inputs_path` for the workers); `expected` not yet filled."""
+        """The cases with their inputs (written to `case_paths` for the workers); `expected` not yet filled."""
         if task.id not in self._cases:
             oracle = self._oracle(task)
-            data, audit = [], []
-            for case in task.cases:
+            data = []
+            for i, case in enumerate(task.cases):
                 args, kwargs = oracle.generate_input(**case.params_for(self.device))
                 data.append(judge.CaseData(case.id, list(args), dict(kwargs), ()))
                 # On CUDA, the address check (grader/bounds.py) runs the kernels in the interpreter, on the inputs
-                # the CPU grades: the case's own where it has no `cpu:` sizes, else those (None: the same).
-                audit.append(None)
+                # the CPU grades: the case's own where it has no `cpu:` sizes, else those.
+                audit = None
                 if self.audit and case.params_for("cpu") != case.params_for("cuda"):
                     a_args, a_kwargs = oracle.generate_input(**case.params_for("cpu"))
-                    audit[-1] = {"args": list(a_args), "kwargs": dict(a_kwargs)}
+                    audit = {"args": list(a_args), "kwargs": dict(a_kwargs)}
+                path = self.tree.case_file(task.id, i)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                torch.save({"id": case.id, "args": list(args), "kwargs": dict(kwargs),
+                            **({"audit": audit} if audit else {})}, path)
             self._cases[task.id] = data
-            torch.save([{"id": c.id, "args": c.args, "kwargs": c.kwargs, **({"audit": a} if a else {})}
-                        for c, a in zip(data, audit)], self.inputs_path(task))
         return self._cases[task.id]
 
     def answer(self, task: TaskSpec) -> None:
@@ -96,16 +104,13 @@ class Prepared:
         if task.id not in self._answered:
             answer_cases(task, self.cases(task))
             if self.save_answers:
-                torch.save([list(c.expected) for c in self.cases(task)], answers_path(self.inputs_path(task)))
+                path = self.tree.answers_file(task.id)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                torch.save([list(c.expected) for c in self.cases(task)], path)
             self._answered.add(task.id)
 
-    def inputs_path(self, task: TaskSpec) -> Path:
-        return self.workdir / f"inputs-{task.id}.pt"
-
-
-def answers_path(inputs: Path) -> Path:
-    """Where the oracle's answers for an inputs file are kept for judge processes."""
-    return inputs.with_name(inputs.name.replace("inputs-", "answers-"))
+    def case_paths(self, task: TaskSpec) -> dict[int, Path]:
+        return {i: self.tree.case_file(task.id, i) for i in range(len(task.cases))}
 
 
 def answer_cases(task: TaskSpec, cases: list[judge.CaseData]) -> None:
@@ -121,30 +126,87 @@ def answer_cases(task: TaskSpec, cases: list[judge.CaseData]) -> None:
 _JUDGE_CASES: dict[tuple, list[judge.CaseData]] = {}
 
 
-def judge_job(job: Job, jobdir: Path, ctx: GradingContext, runs: list[WorkerRun]) -> TaskResult:
-    """Read the workers' files, run the pytest suite over them, build the result."""
+def judge_job(job: Job, folders: JobFolders, ctx: GradingContext, runs: list[WorkerRun],
+              staff_records: Path | None = None) -> TaskResult:
+    """Read the workers' record streams, run the pytest suite over them, build the result. Never raises: a
+    failure of the grader's own while judging becomes this job's failed verdict (`grader_failure`)."""
     start = time.perf_counter()
-    if ctx.static.ok:
-        ctx.results = judge.WorkerResults.read(jobdir, runs)
-    entries, out = run_suite(ctx, jobdir)
-    result = build_result(job, ctx, entries, out, runs)
+    try:
+        if ctx.static.ok:
+            ctx.results = judge.WorkerResults.read(runs, staff_records)
+        entries, out = run_suite(ctx, folders)
+        result = build_result(job, ctx, entries, out, runs)
+    except Exception as exc:  # noqa: BLE001 - one job's failure stays that job's
+        return grader_failure(job, ctx.device, exc, runs)
     result.staff["judge_seconds"] = round(time.perf_counter() - start, 2)
     return result
 
 
-def judge_job_apart(job: Job, jobdir: Path, report: static.StaticReport, device: str, runs: list[WorkerRun],
-                    backend: str, inputs: Path) -> TaskResult:
-    """`judge_job` in a judge process of a pool: it reads the inputs the workers got and asks the oracle itself
+def judge_job_apart(job: Job, folders: JobFolders, report: static.StaticReport, device: str,
+                    runs: list[WorkerRun], backend: str, case_files: dict[int, Path], answers: Path,
+                    staff_records: Path | None = None) -> TaskResult:
+    """`judge_job` in a judge process of a pool: it reads the inputs the workers got and the oracle's answers
     (once per task and process). Like the main process, it never imports a submission."""
-    key = (job.task.id, device, str(inputs))
-    if key not in _JUDGE_CASES:
-        sent = torch.load(inputs, weights_only=True)
-        answers = torch.load(answers_path(inputs), weights_only=True)
-        _JUDGE_CASES[key] = [judge.CaseData(c["id"], list(c["args"]), dict(c["kwargs"]), tuple(a))
-                             for c, a in zip(sent, answers)]
+    try:
+        key = (job.task.id, device, str(answers))
+        if key not in _JUDGE_CASES:
+            expected = torch.load(answers, weights_only=True)
+            cases = []
+            for i in range(len(case_files)):
+                sent = torch.load(case_files[i], weights_only=True)
+                cases.append(judge.CaseData(sent["id"], list(sent["args"]), dict(sent["kwargs"]),
+                                            tuple(expected[i])))
+            _JUDGE_CASES[key] = cases
+    except Exception as exc:  # noqa: BLE001
+        return grader_failure(job, device, exc, runs)
     ctx = GradingContext(job.task, device, report, _JUDGE_CASES[key], None, backend)
-    return judge_job(job, jobdir, ctx, runs)
+    return judge_job(job, folders, ctx, runs, staff_records)
 
+
+def grader_failure(job: Job, device: str, exc: BaseException, runs: list[WorkerRun] | None = None) -> TaskResult:
+    """The result of a job the grader could not judge: every test failed with the reason, 0 points, and the
+    traceback for staff. Nothing of it comes from the worker."""
+    why = f"the grader could not judge this run: {type(exc).__name__} (staff see the traceback)"
+    points = job.task.test_points(device)
+    tests = [TestResult(name, Outcome.ERROR.label, 0.0, points[name], why, visibility=job.task.visibility(name))
+             for name in job.task.test_names]
+    staff = {"grader_error": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:]}
+    if runs:
+        staff["worker_exit"] = "; ".join(f"{r.run_id}: {r.describe_exit()}" for r in runs)
+    return TaskResult(task=job.task.id, student=job.student, submission=str(job.submission), score=0.0,
+                      max_score=job.task.points_on(device), tests=tests, checks={}, environment=environment(device),
+                      submission_sha256=_sha256(job.submission), graded_at=_now(), staff=staff)
+
+
+def _sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@functools.lru_cache(maxsize=4)
+def environment(device: str) -> dict:
+    """What graded the submission, as the trusted side knows it (a worker's word is not copied into a result):
+    the workers run this interpreter, with this torch and triton."""
+    env = {"device": device, "gpu": None, "torch": torch.__version__, "python": platform.python_version(),
+           "interpreter": device == "cpu"}
+    with contextlib.suppress(ImportError):
+        import triton
+
+        env["triton"] = triton.__version__
+    if device == "cuda":  # from the driver's own files: this process starts no CUDA context
+        for info in sorted(Path("/proc/driver/nvidia/gpus").glob("*/information")):
+            with contextlib.suppress(OSError):
+                model = re.search(r"^Model:\s*(.+)$", info.read_text(), re.M)
+                if model:
+                    env["gpu"] = model.group(1).strip()
+                    break
+    return env
 
 
 # ---------------------------------------------------------------------------------------------------- results
@@ -266,17 +328,19 @@ def _test_name(nodeid: str) -> str:
     return AUTOTUNE_TEST if func == "test_autotune" else func
 
 
-def run_suite(ctx: GradingContext, workdir: Path) -> tuple[dict[str, dict], str]:
-    """Run grader/suite.py under pytest; returns {test name: json-report entry} and pytest's output."""
-    report_path = workdir / "report.json"
+def run_suite(ctx: GradingContext, folders: JobFolders) -> tuple[dict[str, dict], str]:
+    """Run grader/suite.py under pytest; returns {test name: json-report entry} and pytest's output. Its
+    configuration and report live in the job's trusted folder (no worker can put anything there)."""
+    ini, report_path = folders.pytest_files()
+    workdir = folders.trusted
     # Plugins the suite does not use cost time per job: unraisableexception alone runs gc.collect() twice per
     # session (0.19 s of the 0.6 s a task-12 job took to judge, with this process holding every case's tensors).
     unused = ("cacheprovider", "randomly", "unraisableexception", "threadexception", "faulthandler", "doctest",
               "junitxml", "pastebin", "stepwise", "warnings", "logging")  # not legacypath: pytest-json-report uses it
     args = [str(SUITE), "-q", *[a for name in unused for a in ("-p", f"no:{name}")], "--rootdir", str(workdir),
-            "-c", str(workdir / "pytest.ini"), "--json-report", f"--json-report-file={report_path}",
+            "-c", str(ini), "--json-report", f"--json-report-file={report_path}",
             "--json-report-omit", "collectors", "log", "warnings", "keywords"]
-    (workdir / "pytest.ini").write_text("[pytest]\n")
+    ini.write_text("[pytest]\n")
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         pytest.main(args, plugins=[_SuitePlugin(ctx)])
@@ -313,22 +377,13 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
             staff = json.dumps(entry.get("call") or entry.get("setup") or {})[-20000:]
         tests.append(TestResult(name, outcome.label, max_points if passed else 0.0, max_points, message, staff,
                                 visibility=job.task.visibility(name)))
-    env = dict(ctx.results.load.get("environment", {})) if ctx.results and ctx.results.load else {}
-    env.setdefault("device", ctx.device)
+    env = dict(environment(ctx.device))
     if ctx.device == "cpu":  # what the interpreter cannot show: the CUDA sizes of the shrunk cases
         env["smaller_on_cpu"] = {c.id: {k: f"{v} (CUDA: {c.params.get(k)})" for k, v in c.cpu.items()}
                                  for c in job.task.cases if c.cpu}
-    env.setdefault("torch", torch.__version__)
-    env.setdefault("python", platform.python_version())
-    if "triton" not in env:
-        with contextlib.suppress(ImportError):
-            import triton
-
-            env["triton"] = triton.__version__
-    data = job.submission.read_bytes()
     kernels = ctx.results.load.get("kernels", {}) if ctx.results and ctx.results.load else {}
     checks = {"imports": ctx.static.imports or "ok", "signatures": ctx.static.signatures or "ok",
-              "autotune": {k: len(v.get("configs") or []) for k, v in kernels.items()}}
+              "autotune": {k: len((kernels.get(k) or {}).get("configs") or []) for k in job.task.kernels}}
     staff = {"pytest": pytest_out[-20000:], "backend": ctx.backend}
     if ctx.results and ctx.results.load:  # which layers of the sandbox were on, in the worker's words
         staff["sandbox"] = ctx.results.load.get("sandbox")
@@ -344,8 +399,7 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         task=job.task.id, student=job.student, submission=str(job.submission),
         score=round(sum(t.points for t in tests), 6), max_score=job.task.points_on(ctx.device), tests=tests,
         checks=checks,
-        environment=env, submission_sha256=hashlib.sha256(data).hexdigest(),
-        graded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), staff=staff,
+        environment=env, submission_sha256=_sha256(job.submission), graded_at=_now(), staff=staff,
         withheld={**asdict(job.task.withheld), "message": job.task.withheld.sentence()} if job.task.withheld else {},
     )
 
@@ -367,23 +421,29 @@ def specialization_key(case: judge.CaseData, specialize: bool = True) -> tuple:
 
 
 def plan_shards(cases_per_job: dict[int, list[judge.CaseData]], workers: int,
-                specialize: dict[int, bool] | None = None) -> dict[int, list[list[int]]]:
+                specialize: dict[int, bool] | None = None,
+                classes: dict[int, list[str]] | None = None) -> dict[int, list[list[int]]]:
     """Split each job's cases over workers when there are more cores than jobs (a student checking one file, a
     few tasks on a big box). Compilation is the slow part, so cases that share a specialization stay together
-    and a shard costs about its number of distinct specializations. Every job gets one shard; spare workers go
-    one at a time to the job whose heaviest shard is heaviest, so the shards fit the workers and the slowest is
-    as short as it can be (with Triton's specializations on, the five INT8 solutions made 24 shards of at most 2
-    specializations on 24 workers, where the plan before made 25, one waiting for a free worker; both graded
-    them in 24.5-29 s cold on the H100, compilation keeping all 16 cores busy. With them off, the default, there
-    are 12 specializations in all, and it took 16-17 s)."""
+    and a shard costs about its number of distinct specializations. Cases of different `classes` (per job, a
+    label per case: its visibility) never share a shard, so a worker grading public cases never holds a hidden
+    case's inputs; every job gets one shard per class it has. Spare workers go one at a time to the job whose
+    heaviest shard is heaviest, so the shards fit the workers and the slowest is as short as it can be (with
+    Triton's specializations on, the five INT8 solutions made 24 shards of at most 2 specializations on 24
+    workers, where the plan before made 25, one waiting for a free worker; both graded them in 24.5-29 s cold
+    on the H100, compilation keeping all 16 cores busy. With them off, the default, there are 12
+    specializations in all, and it took 16-17 s)."""
     groups = {}
+    minimum = {}
     for n, cases in cases_per_job.items():
+        labels = (classes or {}).get(n) or [""] * len(cases)
         by_key: dict[tuple, list[int]] = {}
         for i, case in enumerate(cases):
-            by_key.setdefault(specialization_key(case, (specialize or {}).get(n, True)), []).append(i)
-        groups[n] = sorted(by_key.values(), key=len, reverse=True)
-    shards = {n: 1 for n in groups}
-    for _ in range(workers - len(groups)):
+            by_key.setdefault((labels[i], specialization_key(case, (specialize or {}).get(n, True))), []).append(i)
+        groups[n] = sorted(by_key.items(), key=lambda kv: len(kv[1]), reverse=True)
+        minimum[n] = len({label for label, _ in by_key})
+    shards = {n: max(1, minimum[n]) for n in groups}
+    for _ in range(workers - sum(shards.values())):
         splittable = [n for n in groups if shards[n] < len(groups[n])]
         if not splittable:
             break
@@ -391,11 +451,24 @@ def plan_shards(cases_per_job: dict[int, list[judge.CaseData]], workers: int,
         shards[worst] += 1
     plan = {}
     for n, job_groups in groups.items():
-        bins: list[list[list[int]]] = [[] for _ in range(shards[n])]
-        for group in job_groups:  # largest first, into the bin with the fewest specializations (then cases)
-            min(bins, key=lambda b: (len(b), sum(map(len, b)))).append(group)
-        bins.sort(key=len, reverse=True)  # the heaviest shard first
-        plan[n] = [sorted(i for group in b for i in group) for b in bins if b]
+        labels = sorted({label for (label, _), _ in job_groups})
+        # each class gets its own bins: at least one, and the job's other shards in proportion to its groups
+        per_class = {label: 1 for label in labels}
+        for _ in range(shards[n] - len(labels)):
+            free = [c for c in labels if per_class[c] < sum(1 for (lab, _), _ in job_groups if lab == c)]
+            if not free:
+                break
+            fullest = max(free, key=lambda c: sum(1 for (lab, _), _ in job_groups if lab == c) / per_class[c])
+            per_class[fullest] += 1
+        job_plan = []
+        for label in labels:
+            bins: list[list[list[int]]] = [[] for _ in range(per_class[label])]
+            for (lab, _), group in job_groups:  # largest first, into the bin with the fewest specializations
+                if lab == label:
+                    min(bins, key=lambda b: (len(b), sum(map(len, b)))).append(group)
+            job_plan += [b for b in bins if b]
+        job_plan.sort(key=len, reverse=True)  # the heaviest shard first
+        plan[n] = [sorted(i for group in b for i in group) for b in job_plan]
     return plan
 
 
@@ -404,12 +477,38 @@ def shard_cost(cases: list[judge.CaseData], indices: list[int], specialize: bool
     return len({specialization_key(cases[i], specialize) for i in indices})
 
 
+TREE_PREFIX = "grader-"
+
+
+def remove_leftovers(parent: Path | None = None) -> list[Path]:
+    """Remove the grading trees that killed runs left behind (`grader-<pid>-*` whose process is gone); returns
+    them. A tree of a run still going (its pid alive) is left alone."""
+    removed = []
+    parent = parent or Path(tempfile.gettempdir())
+    for path in parent.glob(f"{TREE_PREFIX}*-*"):
+        match = re.fullmatch(rf"{TREE_PREFIX}(\d+)-\w+", path.name)
+        if not match or path.is_symlink() or not path.is_dir():
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
 def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0,
                keep: Path | None = None, on_result=None, benchmark_autotune: bool = False,
                backend: str = "local", address: str | None = None, static_checks: bool = True) -> list[TaskResult]:
     """Grade every job. Workers run in parallel (here, or as Ray tasks with backend='ray'); each job is judged
-    here as soon as its workers are done. `static_checks=False` skips the static policy (every file counts as
-    passing it): only for tests that prove the layers behind it (the op audit, the sandbox) on their own."""
+    here as soon as its workers are done, and handed to `on_result` then. A job whose grading fails in the
+    grader itself gets a failed result of its own (`grader_failure`); every other job is graded as usual.
+    `static_checks=False` skips the static policy (every file counts as passing it): only for tests that prove
+    the layers behind it (the op audit, the sandbox) on their own."""
     shard_runner = run_shard
     if backend == "ray":
         from grader.ray_backend import RayShards
@@ -421,32 +520,36 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
     workers = workers or cfg.workers or (cores + cores // 2 if device == "cuda" else cores)
     if cfg.fork_server and backend == "local":  # its imports overlap with the inputs being made below
         ForkServer.get(device, worker_env(device))
-    base = Path(tempfile.mkdtemp(prefix="grader-"))
-    # Traversable by any user (not listable): a sandboxed worker's compilers check their temporary folder, inside
-    # its job folder, with access(2), which judges by the worker's own real user id (grader/sandbox.py). Landlock,
-    # not these bits, keeps one job's worker out of another's folder and out of the oracle's answers.
-    base.chmod(0o711)
+    remove_leftovers()
+    base = Path(tempfile.mkdtemp(prefix=f"{TREE_PREFIX}{os.getpid()}-"))
+    # grader/protocol.py: a trusted half no worker can reach, and a scratch half with a folder per worker run.
+    tree = GradingTree(base)
     try:
         judges = (cfg.judges if cfg.judges >= 0 else cores // 2) if len(jobs) > 1 else 0  # judge processes: below
-        prepared = Prepared(device, base, save_answers=bool(judges), audit=cfg.bounds)
-        contexts = []
+        prepared = Prepared(device, tree, save_answers=bool(judges), audit=cfg.bounds)
+        contexts: list[tuple[Job, JobFolders, GradingContext]] = []
+        results: dict[int, TaskResult] = {}
         for n, job in enumerate(jobs):
-            report = static.check_source(job.submission.read_text(errors="replace"), job.task,
-                                         cfg.always_allowed_imports, job.submission.name)
-            if not static_checks:
-                report.imports = []
-            cases = prepared.cases(job.task)
-            jobdir = base / f"job-{n:04d}"
-            jobdir.mkdir()
-            contexts.append((job, jobdir, GradingContext(job.task, device, report, cases, None, backend)))
+            folders = tree.job(f"job-{n:04d}")
+            try:
+                report = static.check_source(job.submission.read_text(errors="replace"), job.task,
+                                             cfg.always_allowed_imports, job.submission.name)
+                if not static_checks:
+                    report.imports = []
+                cases = prepared.cases(job.task)
+            except Exception as exc:  # noqa: BLE001 - this job's failure, not the class's
+                results[n] = grader_failure(job, device, exc)
+                report, cases = static.StaticReport(), []
+            contexts.append((job, folders, GradingContext(job.task, device, report, cases, None, backend)))
 
-        runnable = [n for n, (_, _, ctx) in enumerate(contexts) if ctx.static.ok]
+        runnable = [n for n, (_, _, ctx) in enumerate(contexts) if ctx.static.ok and n not in results]
         specialize = {n: cfg.specialize if job.task.specialize is None else job.task.specialize
                       for n, (job, _, _) in enumerate(contexts)}
-        plan = plan_shards({n: contexts[n][2].cases for n in runnable}, workers, specialize)
+        visibility = {n: [c.visibility for c in contexts[n][0].task.cases] for n in runnable}
+        plan = plan_shards({n: contexts[n][2].cases for n in runnable}, workers, specialize, visibility)
         runs: dict[int, list[WorkerRun]] = {n: [] for n in range(len(contexts))}
         pending = {n: 0 for n in range(len(contexts))}
-        results: dict[int, TaskResult] = {}
+        staff_records: dict[int, Path | None] = {}
 
         # Judging costs up to a second or two a job at CUDA sizes. Here it runs in a pool of judge processes (one
         # thread each, reading the oracle's answers that this process computed): config.yaml's grading.judges,
@@ -458,90 +561,103 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         judging: dict = {}
 
         def done(n: int, result: TaskResult) -> None:
-            job, jobdir, _ = contexts[n]
+            job, folders, _ = contexts[n]
             results[n] = result
             progress.step(f"{job.student}/{job.task.id}")
             if on_result:
                 on_result(result)
-            if keep is not None:
-                shutil.copytree(jobdir, keep / jobdir.name, dirs_exist_ok=True)
-            shutil.rmtree(jobdir, ignore_errors=True)
+            if keep is not None:  # the trusted files: job descriptions, record streams, logs, the suite's report
+                shutil.copytree(folders.trusted, keep / folders.trusted.name, symlinks=True, dirs_exist_ok=True)
+            shutil.rmtree(folders.scratch, ignore_errors=True)
 
         def finish(n: int) -> None:
-            job, jobdir, ctx = contexts[n]
-            if judge_pool is None:
-                prepared.answer(job.task)
-                done(n, judge_job(job, jobdir, ctx, runs[n]))
-            else:
-                judging[judge_pool.submit(judge_job_apart, job, jobdir, ctx.static, device, runs[n], backend,
-                                          prepared.inputs_path(job.task))] = n
+            job, folders, ctx = contexts[n]
+            try:
+                if judge_pool is None:
+                    prepared.answer(job.task)
+                    done(n, judge_job(job, folders, ctx, runs[n], staff_records.get(n)))
+                else:
+                    judging[judge_pool.submit(judge_job_apart, job, folders, ctx.static, device, runs[n], backend,
+                                              prepared.case_paths(job.task), tree.answers_file(job.task.id),
+                                              staff_records.get(n))] = n
+            except Exception as exc:  # noqa: BLE001
+                done(n, grader_failure(job, device, exc, runs[n]))
 
         def drain(block: bool) -> None:
             for future in [f for f in judging if block or f.done()]:
-                done(judging.pop(future), future.result())
+                n = judging.pop(future)
+                try:
+                    result = future.result()
+                except Exception as exc:  # noqa: BLE001 - a judge process that died, or could not send its result
+                    result = grader_failure(contexts[n][0], device, exc, runs[n])
+                done(n, result)
 
         gpus = visible_gpus() if device == "cuda" else []
         progress = Progress(len(contexts))
+        for n in sorted(results):  # refused before anything ran
+            progress.step(f"{contexts[n][0].student}/{contexts[n][0].task.id}")
+            if on_result:
+                on_result(results[n])
         timing: list[tuple[int, JobSpec]] = []
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = {}
             if device == "cuda" and cfg.sandbox.enabled:
-                warm_shared_cache([job.task for job, _, _ in contexts], device, cfg, prepared, base, pool)
+                warm_shared_cache([contexts[n][0].task for n in runnable], device, cfg, prepared, tree, pool)
             # The heaviest shards start first, so none is left to start late on its own (longest job first).
             order = sorted(((n, k, indices) for n in runnable for k, indices in enumerate(plan[n])),
                            key=lambda s: -shard_cost(contexts[s[0]][2].cases, s[2], specialize[s[0]]))
             for n, k, indices in order:
-                job, jobdir, _ = contexts[n]
+                job, folders, _ = contexts[n]
                 timeout_s = job.task.timeout_s.get(device) or cfg.timeout_s[device]
                 stall_s = cfg.stall_s.get(device, 0.0)
                 if device == "cuda" and cfg.bounds:  # the address check interprets the CPU's cases as well
                     timeout_s += job.task.timeout_s.get("cpu") or cfg.timeout_s["cpu"]
                     stall_s = max(stall_s, cfg.stall_s.get("cpu", 0.0))
                 spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
-                               prepared.inputs_path(job.task), timeout_s, benchmark_autotune,
+                               prepared.case_paths(job.task), timeout_s, benchmark_autotune,
                                gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None,
                                fork_server=cfg.fork_server, specialize=specialize[n],
                                launch=launch_job(job.task), stall_s=stall_s,
                                sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile,
-                               bounds=cfg.bounds)
-                futures[pool.submit(shard_runner, jobdir, k, spec, indices)] = n
+                               bounds=cfg.bounds,
+                               sees_hidden=any(job.task.cases[i].visibility != "public" for i in indices))
+                futures[pool.submit(shard_runner, folders, k, spec, indices)] = n
                 pending[n] += 1
                 if k:
                     continue
-                perf = [{"index": i, "test": p.id, "case": job.task.case_index(p.case),
-                         "baseline": _portable(job.task.folder / p.baseline), "warmup": p.warmup,
-                         "reps": p.reps, "clock": p.clock} for i, p in enumerate(job.task.perf) if device in p.devices]
+                perf = [PerfItem(index=i, test=p.id, case=job.task.case_index(p.case),
+                                 baseline=_portable(job.task.folder / p.baseline), warmup=p.warmup, reps=p.reps,
+                                 clock=p.clock) for i, p in enumerate(job.task.perf) if device in p.devices]
                 if perf:  # one timing worker per job, after every case (see below), compiling as Triton does
-                    timing.append((n, replace(spec, gpu=None, perf=perf, specialize=True)))
+                    timing.append((n, replace(spec, gpu=None, perf=perf, specialize=True, sees_hidden=True)))
                     pending[n] += 1
-            for job, _, _ in contexts:  # the oracle works (once per task) while the workers run
-                prepared.answer(job.task)
+            for n in runnable:  # the oracle works (once per task) while the workers run
+                try:
+                    prepared.answer(contexts[n][0].task)
+                except Exception as exc:  # noqa: BLE001 - a staff error: that task's jobs fail, with the reason
+                    results.setdefault(n, grader_failure(contexts[n][0], device, exc))
             for n in range(len(contexts)):
-                if not pending[n]:
+                if not pending[n] and n not in results:
                     finish(n)
             for future in as_completed(futures):
                 n = futures[future]
-                runs[n] += future.result()
+                runs[n] += future.result()  # run_shard never raises
                 pending[n] -= 1
-                if not pending[n]:
+                if not pending[n] and n not in results:
                     finish(n)
                 drain(block=False)
         # Speed tests run last, one worker at a time, with nothing else on the device: a timing taken beside
         # other workers' kernels would measure them too. Each task's reference is timed first, the same way, in a
         # worker of its own (grader/speed.py: what it proves); its record joins each job's after that job's run.
-        staff_runs: dict[str, Path | None] = {}
+        staff_runs: dict[str, tuple[Path | None, Path | None]] = {}
         for n, spec in timing:
-            task, jobdir = contexts[n][0].task, contexts[n][1]
+            task, folders = contexts[n][0].task, contexts[n][1]
             if task.id not in staff_runs:
-                staff_runs[task.id] = staff_timing(task, spec, base, shard_runner)
-            staff_dir = staff_runs[task.id]
-            if staff_dir and (staff_dir / "inductor").is_dir():  # torch.compile's cache: a quicker start
-                shutil.copytree(staff_dir / "inductor", jobdir / "inductor", dirs_exist_ok=True)
-            runs[n] += shard_runner(jobdir, len(plan[n]), spec, [])
-            for record in staff_dir.glob("perf-*.pt") if staff_dir else []:
-                shutil.copyfile(record, jobdir / f"{judge.STAFF_PERF}-{record.name.removeprefix('perf-')}")
+                staff_runs[task.id] = staff_timing(task, spec, tree, shard_runner)
+            staff_records[n], inductor = staff_runs[task.id]
+            runs[n] += shard_runner(folders, len(plan[n]), replace(spec, inductor_from=inductor), [])
             pending[n] -= 1
-            if not pending[n]:
+            if not pending[n] and n not in results:
                 finish(n)
             drain(block=False)
         drain(block=True)
@@ -552,21 +668,24 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         shutil.rmtree(base, ignore_errors=True)
 
 
-def staff_timing(task: TaskSpec, spec: JobSpec, base: Path,
-                 shard_runner: Callable[[Path, int, JobSpec, list[int]], list[WorkerRun]]) -> Path | None:
+def staff_timing(task: TaskSpec, spec: JobSpec, tree: GradingTree,
+                 shard_runner: Callable[[JobFolders, int, JobSpec, list[int]], list[WorkerRun]]
+                 ) -> tuple[Path | None, Path | None]:
     """Time the task's reference solution as `spec` times a submission (same baselines, cases, clock and sandbox),
-    in a job folder of its own. Returns that folder, or None when the task has no solution.py (every speed test
-    of the task then fails closed: nothing to check the submission's run against)."""
+    in a job of its own. Returns its record stream and its Inductor cache (None, None when the task has no
+    solution.py: every speed test of the task then fails closed, with nothing to check the submission's run
+    against)."""
     solution = task.folder / "solution.py"
     if not solution.is_file():
-        return None
-    jobdir = base / f"staff-timing-{task.id}"
-    jobdir.mkdir(parents=True, exist_ok=True)
-    shard_runner(jobdir, 0, replace(spec, submission=solution), [])
-    return jobdir
+        return None, None
+    folders = tree.job(f"staff-timing-{task.id}")
+    runs = shard_runner(folders, 0, replace(spec, submission=solution), [])
+    run = runs[-1] if runs else None
+    inductor = folders.run_folder(run.run_id) / "inductor" if run else None
+    return (run.records if run else None), inductor
 
 
-def warm_shared_cache(tasks: list[TaskSpec], device: str, cfg: CourseConfig, prepared: Prepared, base: Path,
+def warm_shared_cache(tasks: list[TaskSpec], device: str, cfg: CourseConfig, prepared: Prepared, tree: GradingTree,
                       pool: ThreadPoolExecutor) -> None:
     """Start a warm-up run of each task's staff solution (trusted: not sandboxed), one config on one case per
     specialization, compiling into the grader's shared Triton cache. What it builds that only depends on a
@@ -583,12 +702,10 @@ def warm_shared_cache(tasks: list[TaskSpec], device: str, cfg: CourseConfig, pre
         first: dict[tuple, int] = {}
         for i, case in enumerate(prepared.cases(task)):
             first.setdefault(specialization_key(case, specialize), i)
-        jobdir = base / f"warm-{task.id}"
-        jobdir.mkdir()
-        spec = JobSpec(solution, task.entry, list(task.kernels), device, prepared.inputs_path(task),
+        spec = JobSpec(solution, task.entry, list(task.kernels), device, prepared.case_paths(task),
                        task.timeout_s.get(device) or cfg.timeout_s[device], fork_server=cfg.fork_server,
                        specialize=specialize, launch=launch_job(task), warm=True, bounds=False)
-        pool.submit(run_shard, jobdir, 0, spec, sorted(first.values()))
+        pool.submit(run_shard, tree.job(f"warm-{task.id}"), 0, spec, sorted(first.values()))
 
 
 def launch_job(task: TaskSpec) -> dict | None:

@@ -1,12 +1,12 @@
 """The judge: turns what a worker saw into verdicts. It never imports the submission.
 
-Everything the worker wrote is treated as untrusted data: files are loaded with `weights_only=True`, their shape
-is checked, and anything missing, late or garbled fails the test with a message (fail closed).
+Everything the worker sent is treated as untrusted data: the record streams are read through grader/protocol.py
+(bounded frames, tensors loaded with `weights_only=True`), each record's shape is checked, and anything missing,
+late or garbled fails that test with a message (fail closed). No text of a worker's becomes a path.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,14 +14,13 @@ import torch
 
 from grader import bounds, guards, torch_ops
 from grader.config import OutputSpec, TaskSpec
-from grader.runner import WorkerRun, read_bounded
+from grader.protocol import Kind, RecordStream
+from grader.runner import WorkerRun
 
 DTYPES = {"int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
           "uint8": torch.uint8, "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
           "float64": torch.float64, "bool": torch.bool}
 SHOW = 5  # elements shown per problem
-STAFF_PERF = "staff-perf"
-"""The name (before `-<index>.pt`) of a staff timing record in a job folder."""
 
 
 @dataclass
@@ -51,26 +50,65 @@ class Verdict:
     """PNG of the first failing output (tasks with `pictures: true`)."""
 
 
+LOAD_TEXT = 2000
+"""The longest text field of a LOAD record read (an import error's text is cut to 600 characters by the worker)."""
+
+
+def check_load(load: object) -> dict:
+    """A LOAD record as the worker makes it, or ValueError: {"ok": bool, "kernels": {name: {"kind": str,
+    "configs": [str]}}, "torch_ops": [dict], "error"/"traceback": str, "where": [str], "sandbox": {str: str}}."""
+    if not isinstance(load, dict) or not isinstance(load.get("ok"), bool):
+        raise ValueError("the load report has an unexpected shape")
+    kernels = load.get("kernels")
+    if not isinstance(kernels, dict) or not all(
+            isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("kind"), str)
+            and isinstance(v.get("configs"), list) and all(isinstance(c, str) for c in v["configs"])
+            for k, v in kernels.items()):
+        raise ValueError("the load report's kernels have an unexpected shape")
+    for name, kind in (("torch_ops", list), ("where", list), ("sandbox", dict), ("error", str), ("traceback", str)):
+        if name in load and not isinstance(load[name], kind):
+            raise ValueError(f"the load report's {name} has an unexpected shape")
+    if not all(isinstance(w, str) for w in load.get("where") or []) or \
+            not all(isinstance(r, dict) for r in load.get("torch_ops") or []):
+        raise ValueError("the load report's lines have an unexpected shape")
+    if isinstance(load.get("error"), str):
+        load["error"] = load["error"][:LOAD_TEXT]
+    return load
+
+
 @dataclass
 class WorkerResults:
-    """The files the workers of one (submission, task) left, loaded defensively."""
+    """The record streams the workers of one (submission, task) left, read defensively."""
 
-    jobdir: Path
     runs: list[WorkerRun]
+    streams: list[RecordStream] = field(default_factory=list)
+    staff: RecordStream | None = None
+    """The staff's timing run of the reference (speed tests)."""
     load: dict | None = None
     problem: str | None = None
 
     @classmethod
-    def read(cls, jobdir: Path, runs: list[WorkerRun]) -> WorkerResults:
-        res = cls(jobdir=jobdir, runs=runs)
-        try:
-            load = json.loads(read_bounded(jobdir / "load.json"))
-            if not isinstance(load, dict) or not isinstance(load.get("kernels"), dict):
-                raise ValueError("load.json has an unexpected shape")
-            res.load = load
-        except (OSError, ValueError) as exc:
-            exit_ = runs[0].describe_exit() if runs else "no worker was started"
-            res.problem = f"the worker reported nothing about loading the submission ({exit_}; {exc})"
+    def read(cls, runs: list[WorkerRun], staff_records: Path | None = None) -> WorkerResults:
+        """Read every run's stream. The LOAD report used for messages is that of the first run that held no input
+        of a non-public case (a worker grading public cases never saw a hidden one), else of any run."""
+        res = cls(runs=runs, streams=[RecordStream(r.records) for r in runs],
+                  staff=RecordStream(staff_records) if staff_records else None)
+        order = sorted(range(len(runs)), key=lambda k: (runs[k].sees_hidden, not runs[k].cases, k))
+        why = ""
+        for k in order:
+            if not res.streams[k].has(Kind.LOAD):
+                continue
+            try:
+                res.load = check_load(res.streams[k].json(Kind.LOAD))
+                break
+            except (OSError, ValueError, KeyError) as exc:
+                why = f"{type(exc).__name__}: {exc}"
+        if res.load is None:
+            first = runs[order[0]] if runs else None
+            exit_ = first.describe_exit() if first else "no worker was started"
+            garbled = "; ".join(s.problem for s in res.streams if s.problem)
+            res.problem = (f"the worker reported nothing about loading the submission ({exit_}"
+                           + (f"; {why or garbled}" if why or garbled else "") + ")")
         return res
 
     @property
@@ -79,25 +117,27 @@ class WorkerResults:
 
     def case_runs(self, index: int, case_id: str) -> tuple[list[dict] | None, str]:
         """The runs of one case, or None and the reason they are missing."""
-        path = self.jobdir / f"case-{index}.pt"
-        if path.exists():
+        for stream in reversed(self.streams):
+            if not stream.has(Kind.CASE, index):
+                continue
             try:
-                data = torch.load(path, weights_only=True)
+                data = stream.tensors(Kind.CASE, index)
                 if not isinstance(data, dict) or data.get("id") != case_id or not isinstance(data.get("runs"), list):
                     raise ValueError("unexpected content")
                 return resolve_shared(data["runs"]), ""
             except Exception as exc:  # noqa: BLE001 - garbled results fail closed
                 return None, f"the worker's result for this case is unreadable ({type(exc).__name__}: {exc})"
-        try:
-            crash = json.loads(read_bounded(self.jobdir / f"crash-{index}.json"))
-            return None, f"{crash['message']} while running this case (the later cases ran in a new worker)"
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        run = next((r for r in reversed(self.runs) if index in r.cases), None)
-        if run is None:
+        for run in self.runs:
+            if index in run.crashed:
+                return None, f"{run.crashed[index]} while running this case (the later cases ran in a new worker)"
+        k = next((k for k in reversed(range(len(self.runs))) if index in self.runs[k].cases), None)
+        if k is None:
             return None, "not run: no worker was started for this case"
-        status = run.status()
+        run, stream = self.runs[k], self.streams[k]
+        status = stream.status
         current = status.get("case")
+        if stream.problem and not status:
+            return None, f"not run: {run.describe_exit()}; its records are garbled ({stream.problem})"
         if status.get("fatal"):
             return None, f"not run: the worker stopped after case {current}: {status['fatal']}"
         if current == case_id:
@@ -106,33 +146,32 @@ class WorkerResults:
             return None, f"not run: {run.describe_exit()} while running case {current}"
         return None, f"not run: {run.describe_exit()} before any case started"
 
-
     def perf_record(self, index: int, test_id: str) -> tuple[dict | None, str]:
         """The timing record of speed test `index`, or None and the reason it is missing."""
-        path = self.jobdir / f"perf-{index}.pt"
-        if path.exists():
-            return _timing_record(path, test_id, "the worker's")
-        run = next((r for r in reversed(self.runs) if not r.cases), None)
-        if run is None:
+        k = next((k for k in reversed(range(len(self.runs))) if not self.runs[k].cases), None)
+        if k is None:
             return None, "not timed: no timing worker was started"
-        status = run.status()
+        run, stream = self.runs[k], self.streams[k]
+        if stream.has(Kind.PERF, index):
+            return _timing_record(stream, index, test_id, "the worker's")
+        status = stream.status
         if status.get("perf") == test_id:
             return None, f"not timed: {run.describe_exit()} while timing this test"
         return None, f"not timed: {run.describe_exit()} before this test was timed"
 
     def staff_perf_record(self, index: int, test_id: str) -> tuple[dict | None, str]:
         """The staff's timing record of speed test `index` (the reference against the same baseline, in a worker
-        of its own; the grader puts it here after the submission's timing worker ended), or None and why not."""
-        path = self.jobdir / f"{STAFF_PERF}-{index}.pt"
-        if not path.exists():
+        of its own), or None and why not."""
+        if self.staff is None or not self.staff.has(Kind.PERF, index):
             return None, "the staff's timing run of the reference left no record"
-        return _timing_record(path, test_id, "the staff's")
+        return _timing_record(self.staff, index, test_id, "the staff's")
 
 
-def _timing_record(path: Path, test_id: str, whose: str) -> tuple[dict | None, str]:
-    """A timing record file of speed test `test_id`, or None and why it cannot be used (garbled: fail closed)."""
+def _timing_record(stream: RecordStream, index: int, test_id: str, whose: str) -> tuple[dict | None, str]:
+    """The timing record of speed test `test_id` in a stream, or None and why it cannot be used (garbled: fail
+    closed)."""
     try:
-        data = torch.load(path, weights_only=True)
+        data = stream.tensors(Kind.PERF, index)
         if not isinstance(data, dict) or data.get("test") != test_id:
             raise ValueError("unexpected content")
         return data, ""

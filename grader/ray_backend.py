@@ -1,36 +1,46 @@
 """Running workers on a Ray cluster: `--backend ray [--address ADDR]`.
 
-Each shard of a (submission, task) becomes one Ray task. It carries the submission and the inputs as bytes, runs
-the same `run_shard` on whatever node Ray picks (one GPU each on CUDA), and returns the files the workers wrote.
-The driver puts those files in the job's local folder, so judging is exactly as for local workers, and still
-happens only in the driver, which never imports a submission.
+Each shard of a (submission, task) becomes one Ray task. It carries the submission and its cases' inputs as bytes,
+runs the same `run_shard` on whatever node Ray picks (one GPU each on CUDA), and returns each worker run's record
+stream. The driver writes those streams into the job's trusted folder, so judging is exactly as for local
+workers, and still happens only in the driver, which never imports a submission.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from grader.config import ROOT
+from grader.protocol import GradingTree, JobFolders, PerfItem, create_trusted
 from grader.runner import JobSpec, WorkerRun, run_shard
 
 
-def _remote_shard(payload: dict, inputs_bytes: bytes) -> dict:
-    """On a Ray node: write the submission and inputs, run the shard, send back every file of the job folder."""
+def _remote_shard(payload: dict, *case_bytes: bytes) -> dict:
+    """On a Ray node: write the submission and its cases' inputs into a grading tree of its own, run the shard,
+    and send back each worker run's record stream (bytes) with the run."""
     tmp = Path(tempfile.mkdtemp(prefix="grader-ray-"))
     try:
-        submission = tmp / payload["name"]
+        tree = GradingTree(tmp)
+        submission = tree.trusted / payload["name"]
         submission.write_bytes(payload["submission"])
-        inputs = tmp / "inputs.pt"
-        inputs.write_bytes(inputs_bytes)
-        jobdir = tmp / "job"
-        jobdir.mkdir()
-        spec = JobSpec(**{**payload["spec"], "submission": submission, "inputs": inputs, "gpu": None})
-        runs = run_shard(jobdir, payload["shard"], spec, payload["cases"])
-        files = {p.name: p.read_bytes() for p in jobdir.iterdir() if p.is_file()}
-        return {"files": files, "runs": [{k: v for k, v in asdict(r).items() if k != "jobdir"} for r in runs]}
+        inputs = {}
+        for index, data in zip(payload["inputs"], case_bytes):
+            inputs[index] = tree.case_file("task", index)
+            inputs[index].parent.mkdir(parents=True, exist_ok=True)
+            inputs[index].write_bytes(data)
+        perf = [PerfItem(**p) for p in payload["spec"].pop("perf")]
+        spec = JobSpec(**{**payload["spec"], "submission": submission, "inputs": inputs, "perf": perf, "gpu": None})
+        runs = run_shard(tree.job("job"), payload["shard"], spec, payload["cases"])
+        out = []
+        for run in runs:
+            data = {k: v for k, v in asdict(run).items() if k != "records"}
+            data["records_bytes"] = run.records.read_bytes() if run.records and run.records.is_file() else None
+            out.append(data)
+        return {"runs": out}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -51,16 +61,26 @@ class RayShards:
         self.remote = ray.remote(num_cpus=1, num_gpus=1 if device == "cuda" else 0)(_remote_shard)
         self._inputs: dict[Path, object] = {}
 
-    def __call__(self, jobdir: Path, shard: int, spec: JobSpec, cases: list[int]) -> list[WorkerRun]:
-        if spec.inputs not in self._inputs:  # one copy of each task's inputs in the object store
-            self._inputs[spec.inputs] = self.ray.put(spec.inputs.read_bytes())
+    def __call__(self, folders: JobFolders, shard: int, spec: JobSpec, cases: list[int]) -> list[WorkerRun]:
+        needed = sorted({*cases, *(p.case for p in spec.perf)})
+        for index in needed:  # one copy of each case's inputs in the object store
+            if spec.inputs[index] not in self._inputs:
+                self._inputs[spec.inputs[index]] = self.ray.put(spec.inputs[index].read_bytes())
+        fields = asdict(replace(spec, gpu=None, inductor_from=None))
         payload = {
             "name": spec.submission.name, "submission": spec.submission.read_bytes(),
-            "shard": shard, "cases": cases,
-            "spec": {k: v for k, v in asdict(replace(spec, gpu=None)).items() if k not in ("submission", "inputs")},
+            "shard": shard, "cases": cases, "inputs": needed,
+            "spec": {k: v for k, v in fields.items() if k not in ("submission", "inputs")},
         }
-        out = self.ray.get(self.remote.remote(payload, self._inputs[spec.inputs]))
-        for name, data in out["files"].items():
-            if "/" not in name and name not in ("", ".", ".."):
-                (jobdir / name).write_bytes(data)
-        return [WorkerRun(jobdir=jobdir, **run) for run in out["runs"]]
+        out = self.ray.get(self.remote.remote(payload, *[self._inputs[spec.inputs[i]] for i in needed]))
+        runs = []
+        for data in out["runs"]:
+            records = data.pop("records_bytes")
+            run = WorkerRun(records=None, **data)
+            if isinstance(records, bytes) and isinstance(run.run_id, str) and run.run_id.replace("-", "").isdigit():
+                run.records = folders.records(run.run_id)
+                fd = create_trusted(run.records)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(records)
+            runs.append(run)
+        return runs

@@ -1,14 +1,17 @@
 """Starts a worker for one (submission, task) and stops it at its wall-clock limit, or sooner when it stalls.
 
 The worker runs in a new session, so a timeout kills its whole process group (compiler children included).
-A worker reports progress by rewriting its status file (after loading, and after each run of a case); one that
-reports nothing for `stall_s` seconds is stopped then, so a hang costs that much instead of the whole limit.
+Each worker run gets a run folder of its own, made empty here (grader/protocol.py), and its job description, log
+and record stream live in the job's trusted folder, which no worker can write. A worker reports progress by a
+STATUS frame on its record stream (after loading, and after each run of a case); one whose stream does not grow
+for `stall_s` seconds is stopped then, so a hang costs that much instead of the whole limit.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,18 +22,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.config import ROOT
+from grader.protocol import JobFolders, Kind, PerfItem, RecordStream, WorkerJob, create_trusted, make_run_folder
 from grader.tritoncache import MANAGER, SHARED_ENV, shared_dir
 
 
 @dataclass
 class WorkerRun:
-    jobdir: Path
+    records: Path | None
+    """The run's record stream, in the job's trusted folder (None: no worker was started)."""
     returncode: int | None
     timed_out: bool
     seconds: float
     log: str
     run_id: str = "0-0"
     cases: list[int] = field(default_factory=list)
+    crashed: dict[int, str] = field(default_factory=dict)
+    """Case index -> how the worker died while running it (the runner's word: the worker wrote no record)."""
+    sees_hidden: bool = False
+    """Whether the run held the inputs of a case that is not public (its LOAD report is used for messages only
+    when no run of the job held none)."""
+    problem: str = ""
+    """Why the runner could not start or supervise the worker (a grader error: fails this job only)."""
     stalled_s: float = 0.0
     """Set when the worker was stopped for making no progress: the stall limit it exceeded."""
     quiet_s: float = 0.0
@@ -38,13 +50,12 @@ class WorkerRun:
     right worker needs of `grading.stall_s` (scripts/bench_class.py reports it over a class)."""
 
     def status(self) -> dict:
-        try:
-            data = json.loads(read_bounded(self.jobdir / f"status-{self.run_id}.json"))
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
+        """The run's last progress report (empty if none)."""
+        return RecordStream(self.records).status if self.records else {}
 
     def describe_exit(self) -> str:
+        if self.problem:
+            return f"the grader could not run the worker ({self.problem})"
         if self.stalled_s:
             return (f"the worker was stopped after {self.seconds:.0f} s: it made no progress for "
                     f"{self.stalled_s:.0f} s (grading.stall_s)")
@@ -67,7 +78,8 @@ class JobSpec:
     entry: str
     kernels: list[str]
     device: str
-    inputs: Path
+    inputs: dict[int, Path]
+    """Every case's inputs file (grader/protocol.py GradingTree.case_file); a run is told only its own cases'."""
     timeout_s: float
     benchmark_autotune: bool = False
     """Also run the stock autotuner first (for scripts/bench_grading.py)."""
@@ -79,8 +91,8 @@ class JobSpec:
     """Let Triton specialize the kernels on integer divisibility and alignment (config.yaml: grading.specialize)."""
     launch: dict | None = None
     """For a task whose harness launches the kernel: {kernel, grid: [[size, block]...], env, outputs: count}."""
-    perf: list[dict] = field(default_factory=list)
-    """Speed tests to time after the cases: {index, test, case, baseline, warmup, reps, clock} (grader/worker.py)."""
+    perf: list[PerfItem] = field(default_factory=list)
+    """Speed tests to time after the cases (grader/worker.py)."""
     stall_s: float = 0.0
     """Stop a worker that reports no progress for this long (counted from its start); 0: only the time limit."""
     sandbox: dict | None = None
@@ -93,6 +105,11 @@ class JobSpec:
     warm: bool = False
     """A warm-up run of a staff solution (trusted, not sandboxed): one config per case, compiling into the shared
     Triton cache what the sandboxed workers of that task may then read (grader/tritoncache.py)."""
+    sees_hidden: bool = False
+    """The shard's cases include one that is not public (WorkerRun.sees_hidden)."""
+    inductor_from: Path | None = None
+    """A staff timing run's Inductor cache, copied into the run folder before the worker starts (a quicker start
+    for the torch.compile'd baseline)."""
 
 
 ENV_KEPT = ("PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "CC", "CXX")
@@ -107,6 +124,7 @@ def worker_env(device: str, gpu: int | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in ENV_KEPT or k.startswith(ENV_KEPT_PREFIXES)}
     env["PYTHONPATH"] = str(ROOT)  # the grader package only; the submission is loaded by path
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONSAFEPATH"] = "1"  # (python -P) no working directory or script folder on sys.path
     env["PYTHONUNBUFFERED"] = "1"  # what a worker printed reaches its log even when it is killed
     env["OPENBLAS_NUM_THREADS"] = "1"  # as in the fork server (see grader/forkserver.py), so numerics agree
     if gpu is not None:
@@ -133,74 +151,91 @@ def spec_env(spec: JobSpec) -> dict[str, str]:
 
 LOG_TAIL = 20000
 """Characters of a worker's log kept for staff (its end: where a crash is)."""
-JSON_LIMIT = 8 << 20
-"""The largest worker-written JSON file the judge reads (load.json holds the kernels and the environment, well
-under 1 MB): anything larger is garbled, and is not read into memory."""
 
 
 def tail(path: Path, chars: int) -> str:
     """The end of a text file, read from its end (a submission can print gigabytes)."""
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, fh.tell() - 4 * chars))
-        return fh.read().decode(errors="replace")[-chars:]
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 4 * chars))
+            return fh.read().decode(errors="replace")[-chars:]
+    except OSError as exc:
+        return f"(no log: {exc})"
 
 
-def read_bounded(path: Path, limit: int = JSON_LIMIT) -> str:
-    """A worker-written text file, refused (ValueError) past `limit` bytes without reading it."""
-    if path.stat().st_size > limit:
-        raise ValueError(f"{path.name} is larger than {limit} bytes")
-    return path.read_text()
+def worker_job(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]) -> WorkerJob:
+    """The run folder, with the runner's copy of the submission (and a staff Inductor cache), and the job the
+    worker is told. Only the inputs of `cases` and of the speed tests' cases are named."""
+    run = make_run_folder(folders, run_id)
+    src = run / "src"
+    src.mkdir()
+    copy = src / spec.submission.name
+    copy.write_bytes(spec.submission.read_bytes())
+    if spec.inductor_from is not None and spec.inductor_from.is_dir():
+        shutil.copytree(spec.inductor_from, run / "inductor", symlinks=True)
+    needed = sorted({*cases, *(p.case for p in spec.perf)})
+    return WorkerJob(
+        run_id=run_id, submission=str(copy), entry=spec.entry, kernels=list(spec.kernels), device=spec.device,
+        inputs={i: str(spec.inputs[i]) for i in needed}, cases=list(cases), run_folder=str(run),
+        cache=str(folders.cache), perf=list(spec.perf),
+        sandbox={**spec.sandbox, "timeout_s": spec.timeout_s} if spec.sandbox is not None else None,
+        benchmark_autotune=spec.benchmark_autotune, specialize=spec.specialize, launch=spec.launch,
+        gpu_compile=spec.gpu_compile, bounds=spec.bounds, warm=spec.warm)
 
 
-def run_worker(jobdir: Path, run_id: str, spec: JobSpec, cases: list[int]) -> WorkerRun:
-    """One worker process over `cases` (indices into the inputs file), stopped at the time limit."""
-    job = {"submission": str(spec.submission.resolve()), "entry": spec.entry, "kernels": spec.kernels,
-           "device": spec.device, "inputs": str(spec.inputs.resolve()), "cases": cases,
-           "benchmark_autotune": spec.benchmark_autotune, "specialize": spec.specialize, "launch": spec.launch,
-           "perf": spec.perf,
-           "sandbox": {**spec.sandbox, "timeout_s": spec.timeout_s} if spec.sandbox is not None else None,
-           "warm": spec.warm, "gpu_compile": spec.gpu_compile,
-           "bounds": spec.bounds}
-    (jobdir / f"job-{run_id}.json").write_text(json.dumps(job))
+def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]) -> WorkerRun:
+    """One worker process over `cases` (indices of the task's cases), stopped at the time limit."""
+    start = time.monotonic()
+    job = worker_job(folders, run_id, spec, cases)
+    job_file = folders.job_file(run_id)
+    fd = create_trusted(job_file)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(job.to_json())
+    log_path, records_path = folders.log(run_id), folders.records(run_id)
+    log_fd, records_fd = create_trusted(log_path), create_trusted(records_path)
     timeout_s = spec.timeout_s
     env = spec_env(spec)
-    if spec.sandbox is not None:  # a Triton cache of the job's own, over one only the grader writes (see
-        env["TRITON_CACHE_DIR"] = str(jobdir / "triton-cache")  # grader/tritoncache.py)
+    if spec.sandbox is not None:  # the job's own Triton cache, over one only the grader writes (see
+        env["TRITON_CACHE_DIR"] = job.cache  # grader/tritoncache.py)
         env["TRITON_CACHE_MANAGER"] = MANAGER
     elif spec.warm:
         env["TRITON_CACHE_DIR"] = env[SHARED_ENV]
-    log_path = jobdir / f"worker-{run_id}.log"
-    log_path.write_bytes(b"")
-    scratch = jobdir / "cwd"  # the submission's working directory: empty, and not where results are written
-    scratch.mkdir(exist_ok=True)
-    start = time.monotonic()
-    server = ForkServer.get(spec.device, env) if spec.fork_server else None
-    proc = server.fork({"jobdir": str(jobdir), "run_id": run_id, "cwd": str(scratch), "log": str(log_path),
-                        "env": env, "compiles": bool(spec.perf)}) if server else None
-    if proc is None:  # no fork server (or it failed): a fresh interpreter
-        with open(log_path, "ab") as log:
+    try:
+        server = ForkServer.get(spec.device, env) if spec.fork_server else None
+        proc = server.fork({"job": str(job_file), "records": str(records_path), "log": str(log_path),
+                            "cwd": job.run_folder, "env": env, "compiles": bool(spec.perf)}) if server else None
+        if proc is None:  # no fork server (or it failed): a fresh interpreter
             proc = _Spawned(subprocess.Popen(
-                [sys.executable, "-m", "grader.worker", str(jobdir), run_id], cwd=scratch, env=env, stdout=log,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
-    ended, quiet_s = _wait(proc, timeout_s, spec.stall_s, jobdir / f"status-{run_id}.json")
+                [sys.executable, *SAFE_PATH, "-m", "grader.worker", str(job_file), str(records_fd)],
+                cwd=job.run_folder, env=env, stdout=log_fd, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                pass_fds=(records_fd,), start_new_session=True))
+    finally:
+        os.close(log_fd)
+        os.close(records_fd)
+    ended, quiet_s = _wait(proc, timeout_s, spec.stall_s, records_path)
     timed_out = ended != "ended"
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
-    except (ProcessLookupError, PermissionError):
+    except (ProcessLookupError, PermissionError, TypeError):
         pass
     proc.wait(30)
     text = tail(log_path, LOG_TAIL)
-    return WorkerRun(jobdir=jobdir, returncode=None if timed_out else proc.returncode, timed_out=timed_out,
+    return WorkerRun(records=records_path, returncode=None if timed_out else proc.returncode, timed_out=timed_out,
                      seconds=time.monotonic() - start, log=text, run_id=run_id, cases=list(cases),
-                     stalled_s=spec.stall_s if ended == "stalled" else 0.0, quiet_s=round(quiet_s, 2))
+                     stalled_s=spec.stall_s if ended == "stalled" else 0.0, quiet_s=round(quiet_s, 2),
+                     sees_hidden=spec.sees_hidden)
+
+
+SAFE_PATH = ("-P",) if sys.version_info >= (3, 11) else ()
+"""No working directory on a worker's (or the fork server's) sys.path: python -P (PYTHONSAFEPATH in the env)."""
 
 
 def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Path) -> tuple[str, float]:
-    """Wait for the worker: "ended", "timeout" (still running at `timeout_s`) or "stalled" (its status file
+    """Wait for the worker: "ended", "timeout" (still running at `timeout_s`) or "stalled" (its record stream
     unchanged for `stall_s` seconds; 0: no stall limit), and the longest stretch it went without a progress
-    report (0 without a stall limit). The file's time is the worker's word, so a worker can only delay its stop
-    this way, never past the time limit."""
+    report (0 without a stall limit). The stream's time is the worker's doing, so a worker can only delay its
+    stop this way, never past the time limit."""
     start = time.monotonic()
     last = time.time()  # the stall clock starts with the worker
     quiet = 0.0
@@ -273,9 +308,11 @@ class ForkServer:
 
     def __init__(self, env: dict) -> None:
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server
-        self.proc = subprocess.Popen([sys.executable, "-m", "grader.forkserver"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.stderr, env=env,
-                                     cwd=tempfile.gettempdir(), start_new_session=True)
+        # A neutral working directory, and none on sys.path (-P): what a child imports comes from the
+        # interpreter's own folders and PYTHONPATH (the grader), never from where the server happens to start.
+        self.proc = subprocess.Popen([sys.executable, *SAFE_PATH, "-m", "grader.forkserver"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr, env=env, cwd="/",
+                                     start_new_session=True)
         self.alive = True
         self._write = threading.Lock()
         self._waiting: dict[int, _Forked] = {}
@@ -324,22 +361,34 @@ MAX_RESTARTS = 4
 crashed. A hang is not restarted: it would cost another full time limit."""
 
 
-def run_shard(jobdir: Path, shard: int, spec: JobSpec, cases: list[int]) -> list[WorkerRun]:
-    """Run `cases` in one worker, and in a new one after each crash. Writes crash-<i>.json for a crashed case."""
-    if spec.perf and not cases:  # a timing shard: one worker, never restarted (a crash fails its tests)
-        return [run_worker(jobdir, f"{shard}-0", spec, [])]
+def run_shard(folders: JobFolders, shard: int, spec: JobSpec, cases: list[int]) -> list[WorkerRun]:
+    """Run `cases` in one worker, and in a new one after each crash (a worker that dies before its first case
+    is started once more, like one that dies in the middle). Never raises: a failure of the runner itself is
+    a run with a `problem`, which fails this job's cases."""
     runs: list[WorkerRun] = []
-    remaining = list(cases)
-    while remaining:
-        run = run_worker(jobdir, f"{shard}-{len(runs)}", spec, remaining)
-        runs.append(run)
-        status = run.status()
-        if run.timed_out or status.get("done") or len(runs) > MAX_RESTARTS:  # (a stall is a time-out)
-            break
-        current = status.get("index")
-        if current is None or current not in remaining:
-            break  # died before any case: a restart would die the same way
-        if not (jobdir / f"case-{current}.pt").exists():
-            (jobdir / f"crash-{current}.json").write_text(json.dumps({"message": run.describe_exit()}))
-        remaining = remaining[remaining.index(current) + 1 :]
+    try:
+        if spec.perf and not cases:  # a timing shard: one worker, never restarted (a crash fails its tests)
+            return [run_worker(folders, f"{shard}-0", spec, [])]
+        remaining = list(cases)
+        early = 0  # restarts of a worker that died before its first case
+        while remaining:
+            run = run_worker(folders, f"{shard}-{len(runs)}", spec, remaining)
+            runs.append(run)
+            stream = RecordStream(run.records)
+            status = stream.status
+            if run.timed_out or status.get("done") or len(runs) > MAX_RESTARTS:  # (a stall is a time-out)
+                break
+            current = status.get("index")
+            if current is None and not status and early < 1 and run.returncode != 0:
+                early += 1
+                continue  # died before any case (and before loading the submission): once more
+            if type(current) is not int or current not in remaining:
+                break
+            if not stream.has(Kind.CASE, current):
+                run.crashed[current] = run.describe_exit()
+            remaining = remaining[remaining.index(current) + 1 :]
+    except Exception as exc:  # noqa: BLE001 - the runner's own failure stays this job's
+        runs.append(WorkerRun(records=None, returncode=None, timed_out=False, seconds=0.0, log="",
+                              run_id=f"{shard}-{len(runs)}", cases=list(cases), sees_hidden=spec.sees_hidden,
+                              problem=f"{type(exc).__name__}: {exc}"))
     return runs

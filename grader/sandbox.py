@@ -38,6 +38,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -269,36 +270,47 @@ def toolchain_env(device: str) -> dict[str, str]:
     return env
 
 
-def python_paths(root: Path) -> list[str]:
-    """Python's own folders and its packages' (sys.path), without the project itself: the grader's package is
-    added on its own, and tasks/, reference/ and submissions/ stay out of reach."""
-    paths = [*sysconfig.get_paths().values(), sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path]
-    try:
-        import site
+PYTHON_PACKAGES = ("torch", "triton", "numpy")
+"""Packages whose folders the worker reads wherever they are installed (normally in site-packages already)."""
 
-        paths += site.getsitepackages()
-    except AttributeError:  # pragma: no cover - old virtualenvs
-        pass
+
+def python_paths(root: Path) -> list[str]:
+    """Python's own folders: its standard library and site-packages, from a fixed list (never sys.path, whose
+    first entry can be the working directory), and the folders of PYTHON_PACKAGES; without the project itself
+    (the grader's package is added on its own; tasks/, reference/ and submissions/ stay out of reach)."""
+    import importlib.util
+    import site
+
+    found = sysconfig.get_paths()
+    paths = [found[k] for k in ("stdlib", "platstdlib", "purelib", "platlib", "include", "platinclude") if k in found]
+    paths += site.getsitepackages() if hasattr(site, "getsitepackages") else []
+    if site.ENABLE_USER_SITE:
+        paths.append(site.getusersitepackages())
+    for name in PYTHON_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            paths += [os.path.dirname(p) for p in spec.submodule_search_locations]
     root = root.resolve()
     keep = []
     for p in paths:
         if not p or not os.path.isdir(p):
             continue
         real = Path(os.path.realpath(p))
-        if real == root or root.is_relative_to(real):
-            continue  # the project, or a folder that contains it
+        if real == root or root.is_relative_to(real) or real == Path(os.path.realpath(tempfile.gettempdir())):
+            continue  # the project, a folder that contains it, or the temp folder
         if real.is_relative_to(root) and real.relative_to(root).parts[0] in PROJECT_SECRETS:
             continue
         keep.append(str(real))
-    return keep
+    return list(dict.fromkeys(keep))
 
 
 PROJECT_SECRETS = ("tasks", "reference", "submissions", "results")
 """Project folders a worker never reads, even when a Python path points inside them."""
 
 
-def plan(jobdir: Path, root: Path, device: str, timeout_s: float, limits: Limits) -> Plan:
-    """The rules for a worker of the job in `jobdir` (its temp folder and Triton cache live inside it)."""
+def plan(writable: list[Path], root: Path, device: str, timeout_s: float, limits: Limits) -> Plan:
+    """The rules for a worker that may write only the folders `writable` (its run folder, where its temp folder
+    is, and its job's Triton cache: grader/protocol.py); everything else it may reach is read-only or run-only."""
     p = Plan(limits=limits, cpu_s=limits.cpu_s or int(4 * timeout_s) + 60, pid_namespace=device != "cuda")
     for path in python_paths(root):
         p.allow(path, READ)
@@ -326,7 +338,8 @@ def plan(jobdir: Path, root: Path, device: str, timeout_s: float, limits: Limits
     from grader.tritoncache import shared_dir
 
     p.allow(shared_dir(), READ)  # what the grader built for every job (grader/tritoncache.py): read, never written
-    p.allow(jobdir, WRITE)
+    for folder in writable:
+        p.allow(folder, WRITE)
     return p
 
 
@@ -423,7 +436,7 @@ def _set_limits(p: Plan, own_uid: bool) -> str:
 LAYERS = ("namespaces", "limits", "files")
 
 
-def apply(p: Plan, jobdir: Path, layers: tuple[str, ...] = LAYERS) -> dict[str, str]:
+def apply(p: Plan, run_folder: Path, layers: tuple[str, ...] = LAYERS) -> dict[str, str]:
     """Apply every layer that this machine offers, in the order that works (namespaces first, while the process is
     single-threaded; Landlock last, so that nothing before it needs a refused file). Returns a report
     {layer: "on: ..." | "off: reason"}; a layer that fails is reported, not fatal."""
@@ -434,20 +447,19 @@ def apply(p: Plan, jobdir: Path, layers: tuple[str, ...] = LAYERS) -> dict[str, 
     else:
         report["network"] = report["user"] = "off: not asked for"
         counted = False
-    # A temporary folder of the worker's own, in its job folder, open to every user id (the job's other workers
-    # have other real ids; Landlock keeps other jobs out). TMP and TEMP too: a child of this process runs in the
-    # kernel's secure-exec mode (its real and effective users differ), where the C library drops TMPDIR, and gcc
-    # then looks at TMP. Nothing may be written to the machine's /tmp.
-    private = Path(jobdir) / f"tmp-{os.getpid()}"
-    private.mkdir(exist_ok=True)
+    # A temporary folder of the worker's own, in its run folder (new and empty: the runner made it), open to every
+    # user id (the worker's compilers run with the worker's real id; Landlock keeps everyone else out). TMP and
+    # TEMP too: a child of this process runs in the kernel's secure-exec mode (its real and effective users
+    # differ), where the C library drops TMPDIR, and gcc then looks at TMP. Nothing may be written to /tmp.
+    private = Path(run_folder) / "tmp"
+    private.mkdir()
     os.chmod(private, 0o777)
-    os.chmod(jobdir, os.stat(jobdir).st_mode | 0o011)  # traversable for access(2) by that real id (see grading)
     for name in ("TMPDIR", "TMP", "TEMP"):
         os.environ[name] = str(private)
     import tempfile
 
     tempfile.tempdir = None  # tempfile caches its folder: look again
-    report["tmp"] = f"on: a temporary folder of its own in the job folder ({private.name}); /tmp is not writable"
+    report["tmp"] = "on: a temporary folder of its own in its run folder; /tmp is not writable"
     if pid_ns:
         go_on_in_a_child()  # the child is the new namespace's process 1
         report["processes"] = "on: a PID namespace of its own: whatever the worker starts ends with it"

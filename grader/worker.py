@@ -1,18 +1,20 @@
 """The worker: the only process that imports and runs a submission.
 
-    python -m grader.worker JOBDIR RUN_ID
+    python -m grader.worker JOB_FILE RECORDS_FD
 
-It reads `JOBDIR/job-<RUN_ID>.json` and the inputs file it names (both written by the judge), imports the
-submission, runs the listed cases under every autotune config, and writes what it saw, never a verdict:
+It reads its job (grader/protocol.py WorkerJob, written by the runner in the trusted folder) and the inputs of
+its own cases, enters the sandbox, imports the submission, runs the listed cases under every autotune config, and
+sends what it saw, never a verdict, as frames on RECORDS_FD (a descriptor opened for it before the sandbox):
 
-* `load.json`: whether the import worked, the required kernels' autotune configs, the environment;
-* `status-<RUN_ID>.json`: the case it is running (so a hang or a crash can be placed), rewritten after each run
-  of a case (the runner stops a worker whose status stays unchanged for grading.stall_s);
-* `case-<i>.pt`: per config run, the outputs, every guarded buffer (inputs and allocations) and the launches;
-* `perf-<k>.pt`: for a speed test, the times of the submission's and the baseline's calls, and the outputs of the
+* LOAD: whether the import worked, the required kernels' autotune configs, the sandbox report;
+* STATUS: the case it is running (so a hang or a crash can be placed), after each run of a case (the runner
+  stops a worker whose stream stays unchanged for grading.stall_s);
+* CASE <i>: per config run, the outputs, every guarded buffer (inputs and allocations) and the launches;
+* PERF <k>: for a speed test, the times of the submission's and the baseline's calls, and the outputs of the
   submission's last timed call (the judge checks them, computes the medians, the ratio and the points).
 
-The judge loads these with `torch.load(weights_only=True)`, which builds tensors and plain data only.
+The judge loads the tensor frames with `torch.load(weights_only=True)`, which builds tensors and plain data only.
+The worker writes no file the trusted side reads: its run folder is scratch.
 """
 
 from __future__ import annotations
@@ -24,13 +26,9 @@ START = time.perf_counter()  # before torch and triton load: "ready after" in th
 import contextlib
 import functools
 import importlib.util
-import json
 import os
-import platform
-import shutil
 import sys
 import traceback
-import uuid
 from pathlib import Path
 
 import torch
@@ -42,26 +40,10 @@ from grader.bounds import intact as bounds_intact
 from grader.gpu_compile import CompileCheck
 from grader.interpreter import interpreted, patch_interpreter_libdevice, patch_interpreter_scalars
 from grader.interpreter import kernel_chain as _kernel_chain
+from grader.protocol import Kind, RecordWriter, WorkerJob
 from grader.timing import compile_here, load_baseline, time_calls
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-_TEMP_TAG = uuid.uuid4().hex[:12]
-"""Workers of one job each write load.json: no shared temp name (not the pid: in the sandbox's PID namespace
-every worker is process 1)."""
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(f".{_TEMP_TAG}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
-def _save(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(f".{_TEMP_TAG}.tmp")
-    torch.save(data, tmp)
-    os.replace(tmp, path)
 
 
 # ------------------------------------------------------------------------------------- runtime instrumentation
@@ -417,14 +399,6 @@ def _load_module(name: str, path: str):
     return module
 
 
-def environment(device: str) -> dict:
-    import triton
-
-    gpu = torch.cuda.get_device_name() if device == "cuda" else None
-    return {"device": device, "gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
-            "python": platform.python_version(), "interpreter": os.environ.get("TRITON_INTERPRET") == "1"}
-
-
 def _single_threaded() -> bool:
     try:
         return len(os.listdir("/proc/self/task")) == 1
@@ -432,130 +406,123 @@ def _single_threaded() -> bool:
         return True
 
 
-def enter_sandbox(job: dict, jobdir: Path) -> dict[str, str]:
-    """Apply the sandbox the job asks for (grader/sandbox.py); returns which layers are on (load.json carries it
-    to the staff JSON)."""
-    settings = job.get("sandbox")
-    if not settings:
-        report = {"sandbox": "off: grading.sandbox is false"}
-    else:
-        limits = sandbox.Limits(**settings.get("limits", {}))
-        plan = sandbox.plan(jobdir, ROOT, job["device"], float(settings.get("timeout_s", 600)), limits)
-        os.environ.update(sandbox.toolchain_env(job["device"]))
-        report = sandbox.apply(plan, jobdir)
-        os.environ["HOME"] = os.environ.get("TMPDIR", str(jobdir))
+def enter_sandbox(job: WorkerJob) -> dict[str, str]:
+    """Apply the sandbox the job asks for (grader/sandbox.py); returns which layers are on (the LOAD record carries
+    it to the staff JSON)."""
+    if not job.sandbox:
+        return {"sandbox": "off: grading.sandbox is false"}
+    limits = sandbox.Limits(**job.sandbox.get("limits", {}))
+    run = Path(job.run_folder)
+    plan = sandbox.plan([run, Path(job.cache)], ROOT, job.device, float(job.sandbox.get("timeout_s", 600)), limits)
+    os.environ.update(sandbox.toolchain_env(job.device))
+    report = sandbox.apply(plan, run)
+    os.environ["HOME"] = os.environ.get("TMPDIR", str(run))
     return report
 
 
-def main(jobdir: Path, run_id: str) -> int:
-    job = json.loads((jobdir / f"job-{run_id}.json").read_text())
-    if job.get("sandbox") and not _single_threaded():
+def main(job_file: Path, records_fd: int) -> int:
+    # The job file is in the trusted folder, which the sandbox below leaves out of reach: read it first.
+    job = WorkerJob.from_json(job_file.read_text())
+    if job.sandbox and not _single_threaded():
         sandbox.go_on_in_a_child()  # `python -m grader.worker` has a thread or two by now; a forked child has one
-    status = jobdir / f"status-{run_id}.json"
-    device = job["device"]
-    path = os.path.abspath(job["submission"])
-    if job.get("sandbox"):  # the sandbox reads the job folder only (and /tmp is its own): run a copy from there
-        copy = jobdir / f"src-{run_id}" / os.path.basename(path)
-        copy.parent.mkdir(exist_ok=True)
-        shutil.copyfile(path, copy)
-        path = str(copy)
-    load: dict = {"ok": False, "kernels": {}, "environment": {}}
-    # What the submission must not reach is read first, as the grader: its inputs and the staff baselines.
-    cases = torch.load(job["inputs"], weights_only=True)
+    records = RecordWriter(records_fd)
+    device = job.device
+    path = os.path.abspath(job.submission)  # the runner's copy, in the run folder
+    load: dict = {"ok": False, "kernels": {}}
+    # What the submission must not reach is read first, as the grader: its own cases' inputs (no other case's)
+    # and the staff baselines.
+    cases = {i: torch.load(f, weights_only=True) for i, f in job.inputs.items()}
     baselines: dict[int, object] = {}
-    if job.get("perf"):
-        compile_here(jobdir)
-    for item in job.get("perf") or []:
+    if job.perf:
+        compile_here(Path(job.run_folder))
+    for item in job.perf:
         try:
-            module = load_baseline(f"baseline{item['index']}", str(ROOT / item["baseline"]))
-            baselines[item["index"]] = getattr(module, job["entry"])
+            module = load_baseline(f"baseline{item.index}", str(ROOT / item.baseline))
+            baselines[item.index] = getattr(module, job.entry)
         except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
-            baselines[item["index"]] = f"the baseline could not be loaded: {type(exc).__name__}: {exc}"
-    load["sandbox"] = enter_sandbox(job, jobdir)
+            baselines[item.index] = f"the baseline could not be loaded: {type(exc).__name__}: {exc}"
+    load["sandbox"] = enter_sandbox(job)
     # Workers run side by side, one per core or more: torch's own thread pool in each would only contend (with
     # two per core, its spinning threads made the guard bookkeeping of a case ten times slower on CI's 2 cores).
     torch.set_num_threads(1)
     audit = OpAudit(path)
     watch_threads()  # a thread the submission starts runs under the op audit too
     try:
-        load["environment"] = environment(device)
         originals = {}
         if device == "cpu":
             originals = patch_interpreter_libdevice()
             patch_interpreter_scalars()
         inst = Instruments()
         inst.path = path
-        if device == "cpu" and job.get("gpu_compile", True):
+        if device == "cpu" and job.gpu_compile:
             inst.gpu_check = CompileCheck(originals)
         bounds = None
-        if job.get("bounds", True) and not job.get("warm"):
+        if job.bounds and not job.warm:
             bounds = BoundsAudit(path)
             bounds.install()
-        os.environ.update((job.get("launch") or {}).get("env") or {})
+        os.environ.update((job.launch or {}).get("env") or {})
         with audit.window():
             module = _load_module("submission", path)
         load["torch_ops"] = [{**r, "phase": "import"} for r in audit.result()]
-        entry = getattr(module, job["entry"], None)
-        if job.get("launch"):
-            entry = Launcher(entry, job["launch"])
+        entry = getattr(module, job.entry, None)
+        if job.launch:
+            entry = Launcher(entry, job.launch)
         elif not callable(entry):
-            raise AttributeError(f"the submission defines no function {job['entry']}")
-        load["kernels"] = {name: describe_kernel(getattr(module, name, None)) for name in job["kernels"]}
+            raise AttributeError(f"the submission defines no function {job.entry}")
+        load["kernels"] = {name: describe_kernel(getattr(module, name, None)) for name in job.kernels}
         tuners = [(t, list(t.configs)) for t in find_autotuners(module)]
-        if not job.get("specialize", True):
+        if not job.specialize:
             unspecialize(module)
         load["ok"] = True
     except BaseException as exc:  # noqa: BLE001
         load.update(_error_record(exc, path))
-        _write_json(jobdir / "load.json", load)
+        records.json(Kind.LOAD, load)
         return 0
-    _write_json(jobdir / "load.json", load)
+    records.json(Kind.LOAD, load)
 
-    n_runs = 1 if job.get("warm") else max([len(c) for _, c in tuners] + [1])
-    print(f"worker {run_id}: ready after {time.perf_counter() - START:.2f} s", flush=True)
-    for i in job["cases"]:
+    n_runs = 1 if job.warm else max([len(c) for _, c in tuners] + [1])
+    print(f"worker {job.run_id}: ready after {time.perf_counter() - START:.2f} s", flush=True)
+    for i in job.cases:
         case = cases[i]
         t_case = time.perf_counter()
-        _write_json(status, {"case": case["id"], "index": i, "started": time.time()})
+        records.json(Kind.STATUS, {"case": case["id"], "index": i})
         runs = []
-        if job.get("benchmark_autotune"):
+        if job.benchmark_autotune:
             naive_call(entry, case, device)
         for c in range(n_runs):
             record = run_case(entry, case, device, inst, tuners, c, audit, bounds)
             runs.append(record)
             # progress, for the runner's stall limit (grading.stall_s): one more run of this case is done
-            _write_json(status, {"case": case["id"], "index": i, "runs": c + 1, "started": time.time()})
+            records.json(Kind.STATUS, {"case": case["id"], "index": i, "runs": c + 1})
             if record.get("fatal"):
                 break
         if device == "cuda" and bounds is not None and not any(r.get("fatal") for r in runs):
             interpret_runs(entry, case, module, inst, tuners, runs, bounds)
-            _write_json(status, {"case": case["id"], "index": i, "runs": len(runs), "audited": True,
-                                 "started": time.time()})
+            records.json(Kind.STATUS, {"case": case["id"], "index": i, "runs": len(runs), "audited": True})
         t_save = time.perf_counter()
         share_outputs(runs)
-        _save(jobdir / f"case-{i}.pt", {"id": case["id"], "runs": runs})
+        records.tensors(Kind.CASE, i, {"id": case["id"], "runs": runs})
         calls = sum(r["seconds"] for r in runs)
         print(f"  {case['id']}: {len(runs)} run(s) {t_save - t_case:.2f} s (calls {calls:.2f} s), "
               f"save {time.perf_counter() - t_save:.2f} s", flush=True)
         if any(r.get("fatal") for r in runs):
-            _write_json(status, {"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
+            records.json(Kind.STATUS, {"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
             return 3
-    for item in job.get("perf") or []:
+    for item in job.perf:
         t_perf = time.perf_counter()
-        _write_json(status, {"perf": item["test"], "started": time.time()})
-        baseline = baselines[item["index"]]
+        records.json(Kind.STATUS, {"perf": item.test})
+        baseline = baselines[item.index]
         if isinstance(baseline, str):
             record = {"error": baseline}
         else:
-            alive = functools.partial(_write_json, status, {"perf": item["test"], "warming": True,
-                                                            "started": time.time()})
-            record = time_calls(entry, baseline, cases[item["case"]], device, item["warmup"], item["reps"],
-                                item.get("clock", "gpu"), progress=alive)
-        _save(jobdir / f"perf-{item['index']}.pt", {"test": item["test"], **record})
-        print(f"  {item['test']}: timed in {time.perf_counter() - t_perf:.2f} s", flush=True)
-    _write_json(status, {"done": True})
+            alive = functools.partial(records.json, Kind.STATUS, {"perf": item.test, "warming": True})
+            record = time_calls(entry, baseline, cases[item.case], device, item.warmup, item.reps, item.clock,
+                                progress=alive)
+        records.tensors(Kind.PERF, item.index, {"test": item.test, **record})
+        print(f"  {item.test}: timed in {time.perf_counter() - t_perf:.2f} s", flush=True)
+    records.json(Kind.STATUS, {"done": True})
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]), sys.argv[2]))
+    sys.exit(main(Path(sys.argv[1]), int(sys.argv[2])))

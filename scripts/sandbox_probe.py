@@ -51,7 +51,7 @@ def probe(layers: tuple[str, ...], device: str) -> dict:
             if device == "cpu":
                 os.environ["TRITON_INTERPRET"] = "1"
             os.environ.update(sandbox.toolchain_env(device))  # as the worker does
-            plan = sandbox.plan(job, ROOT, device, 60, sandbox.Limits())
+            plan = sandbox.plan([job], ROOT, device, 60, sandbox.Limits())
             out["report"] = sandbox.apply(plan, job, layers)
             import importlib.util
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -172,12 +174,18 @@ def test_sandbox_messages_name_what_was_refused():
     assert sandbox.explain(ValueError("bad value"), ROOT) is None
 
 
-def test_the_sandbox_rules_keep_the_project_out(tmp_path: Path):
-    plan = sandbox.plan(tmp_path, ROOT, "cpu", 60, sandbox.Limits())
+def test_the_sandbox_rules_keep_the_project_out(tmp_path: Path, monkeypatch):
+    # The read list comes from a fixed list, never sys.path: a working directory on sys.path (python -m or -c
+    # puts it first) opened the whole of /tmp, other jobs' folders and the oracle's answers with it.
+    monkeypatch.setattr(sys, "path", ["", "/tmp", str(tmp_path.parent), *sys.path])
+    plan = sandbox.plan([tmp_path], ROOT, "cpu", 60, sandbox.Limits())
     rules = {Path(p): r for p, r in plan.rules.items()}
     root = ROOT.resolve()
+    temp = Path(tempfile.gettempdir()).resolve()
     for path in rules:
         assert path != root and not root.is_relative_to(path), f"{path} would expose the whole project"
+        assert not temp.is_relative_to(path), f"{path} would expose the temp folder"
+        assert path == tmp_path.resolve() or not path.is_relative_to(temp), f"{path} is in the temp folder"
         if path.is_relative_to(root):
             assert path.relative_to(root).parts[0] not in sandbox.PROJECT_SECRETS, path
     assert rules[tmp_path.resolve()] & sandbox.FS_WRITE_FILE

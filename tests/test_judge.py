@@ -1,10 +1,11 @@
-import json
+import os
 
 import pytest
 import torch
 
 from grader import judge
 from grader.config import OutputSpec
+from grader.protocol import HEADER, MAGIC, Kind, RecordWriter
 from grader.runner import WorkerRun
 
 ROUNDED = OutputSpec(name="q", dtype="int8", compare="rounded", window=1e-3)
@@ -45,12 +46,29 @@ def test_close_and_exact_rules():
     assert judge.compare_values(exact, torch.tensor(1.5).half(), torch.tensor(1.25).half()) is not None
 
 
-def _results(tmp_path, **files):
-    for name, content in files.items():
-        (tmp_path / name).write_bytes(content)
-    run = WorkerRun(jobdir=tmp_path, returncode=-9, timed_out=False, seconds=1.0, log="", run_id="0-0",
-                    cases=[0, 1, 2])
-    return judge.WorkerResults.read(tmp_path, [run])
+def _stream(path, *frames):
+    """A record stream as a worker writes it: frames of (kind, key, value), JSON or tensors by kind; raw bytes
+    are appended as they are (a garbled tail)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    writer = RecordWriter(fd)
+    for frame in frames:
+        if isinstance(frame, bytes):
+            os.write(fd, frame)
+        elif frame[0] in (Kind.LOAD, Kind.STATUS):
+            writer.json(frame[0], frame[2], key=frame[1])
+        else:
+            writer.tensors(frame[0], frame[1], frame[2])
+    os.close(fd)
+    return path
+
+
+LOADED = (Kind.LOAD, 0, {"ok": True, "kernels": {}})
+
+
+def _results(tmp_path, *frames, crashed=None):
+    run = WorkerRun(records=_stream(tmp_path / "records-0-0.bin", *frames), returncode=-9, timed_out=False,
+                    seconds=1.0, log="", run_id="0-0", cases=[0, 1, 2], crashed=crashed or {})
+    return judge.WorkerResults.read([run])
 
 
 def test_missing_results_fail_closed(tmp_path):
@@ -61,18 +79,48 @@ def test_missing_results_fail_closed(tmp_path):
 
 
 def test_a_crash_is_placed_in_its_case(tmp_path):
-    res = _results(tmp_path, **{"load.json": b'{"ok": true, "kernels": {}}', "status-0-0.json": b'{"case": "c1"}'})
+    res = _results(tmp_path, LOADED, (Kind.STATUS, 0, {"case": "c1", "index": 1}))
     assert res.case_runs(1, "c1")[1] == "the worker was killed by SIGKILL while running this case"
     assert "while running case c1" in res.case_runs(2, "c2")[1]
 
 
 def test_garbled_results_fail_closed(tmp_path):
-    res = _results(tmp_path, **{"load.json": b"[1, 2]", "case-0.pt": b"not a torch file"})
+    res = _results(tmp_path, (Kind.LOAD, 0, [1, 2]), (Kind.CASE, 0, "not a dict"))
     assert res.problem and "unexpected shape" in res.problem
     runs, why = res.case_runs(0, "c0")
     assert runs is None and "unreadable" in why
-    torch.save({"id": "other", "runs": []}, tmp_path / "case-0.pt")
+    (tmp_path / "other").mkdir()
+    res = _results(tmp_path / "other", LOADED, (Kind.CASE, 0, {"id": "other", "runs": []}))
     assert "unreadable" in res.case_runs(0, "c0")[1]
+
+
+@pytest.mark.parametrize("load", [{"ok": True, "kernels": {}, "environment": 5, "where": "x"},
+                                  {"ok": True, "kernels": {"k": {"kind": 5, "configs": []}}},
+                                  {"ok": "yes", "kernels": {}}])
+def test_a_load_report_of_another_shape_is_garbled(tmp_path, load):
+    res = _results(tmp_path, (Kind.LOAD, 0, load))
+    assert res.load is None and "unexpected shape" in res.problem
+
+
+def test_a_stream_that_breaks_keeps_what_came_before(tmp_path):
+    """A frame cut short (a worker killed while writing) or bytes that are no frame end the stream there."""
+    case = {"id": "c0", "runs": [{"outputs": []}]}
+    for tail in (b"GRR1\x03", b"x" * 100, HEADER.pack(MAGIC, int(Kind.CASE), 1, 1 << 40)):
+        folder = tmp_path / str(len(tail))
+        folder.mkdir()
+        res = _results(folder, LOADED, (Kind.CASE, 0, case), tail)
+        assert res.case_runs(0, "c0")[0] is not None
+        assert res.streams[0].problem
+        assert "not run" in res.case_runs(1, "c1")[1]
+
+
+def test_the_judge_follows_no_link(tmp_path):
+    """A record stream that is a link (to anything) is not read: no path the worker could plant is followed."""
+    target = _stream(tmp_path / "elsewhere.bin", LOADED)
+    os.symlink(target, tmp_path / "records-0-0.bin")
+    run = WorkerRun(records=tmp_path / "records-0-0.bin", returncode=0, timed_out=False, seconds=1.0, log="")
+    res = judge.WorkerResults.read([run])
+    assert res.load is None and "no record stream" in res.problem
 
 
 def test_pickled_code_is_not_executed(tmp_path):
@@ -80,17 +128,25 @@ def test_pickled_code_is_not_executed(tmp_path):
         def __reduce__(self):
             return (exec, ("open('%s', 'w').write('pwned')" % (tmp_path / "pwned"),))
 
-    torch.save({"id": "c0", "runs": [Evil()]}, tmp_path / "case-0.pt")
-    (tmp_path / "load.json").write_text(json.dumps({"ok": True, "kernels": {}}))
-    runs, why = judge.WorkerResults.read(tmp_path, [WorkerRun(tmp_path, 0, False, 1.0, "")]).case_runs(0, "c0")
+    res = _results(tmp_path, LOADED, (Kind.CASE, 0, {"id": "c0", "runs": [Evil()]}))
+    runs, why = res.case_runs(0, "c0")
     assert runs is None and "unreadable" in why
     assert not (tmp_path / "pwned").exists()
 
 
 def test_a_restarted_worker_leaves_the_crash_on_its_case(tmp_path):
-    res = _results(tmp_path, **{"load.json": b'{"ok": true, "kernels": {}}',
-                                "crash-1.json": b'{"message": "the worker was killed by SIGSEGV"}'})
+    res = _results(tmp_path, LOADED, crashed={1: "the worker was killed by SIGSEGV"})
     assert res.case_runs(1, "c1")[1].startswith("the worker was killed by SIGSEGV while running this case")
+
+
+def test_the_load_report_comes_from_a_shard_that_saw_no_hidden_input(tmp_path):
+    """Two shards: the hidden one's LOAD report says something else; the public one's is used."""
+    hidden = WorkerRun(records=_stream(tmp_path / "h.bin", (Kind.LOAD, 0, {"ok": False, "kernels": {},
+                                                                          "error": "LEAK 1 2 3"})),
+                       returncode=0, timed_out=False, seconds=1.0, log="", run_id="0-0", cases=[1], sees_hidden=True)
+    public = WorkerRun(records=_stream(tmp_path / "p.bin", LOADED), returncode=0, timed_out=False, seconds=1.0,
+                       log="", run_id="1-0", cases=[0])
+    assert judge.WorkerResults.read([hidden, public]).load == {"ok": True, "kernels": {}}
 
 
 def test_shards_keep_specializations_together_and_follow_their_count():

@@ -2,6 +2,7 @@
 the ratio in the message, correctness first), and end to end on the CPU interpreter."""
 
 import dataclasses
+import os
 
 import pytest
 import torch
@@ -9,6 +10,7 @@ import torch
 from grader import judge, speed
 from grader.config import ROOT, ConfigError, PerfTest, load_config, load_task
 from grader.grading import Job, grade_jobs
+from grader.protocol import Kind, RecordWriter
 from grader.runner import WorkerRun
 from grader.selftest import expectation
 
@@ -74,15 +76,31 @@ STAFF = {"test": "speed", "error": None, "submission": [1e-3] * 5, "baseline": [
 """The staff's run: the reference and the baseline both at 1 ms."""
 
 
+def _stream(path, *frames):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    writer = RecordWriter(fd)
+    for kind, key, value in frames:
+        if kind == Kind.LOAD:
+            writer.json(kind, value)
+        elif isinstance(value, bytes):
+            writer._frame(kind, key, value)
+        else:
+            writer.tensors(kind, key, value)
+    os.close(fd)
+    return path
+
+
 def _results(tmp_path, record=None, staff=STAFF):
+    frames = [(Kind.LOAD, 0, {"ok": True, "kernels": {}})]
     if record is not None:
-        torch.save(record, tmp_path / "perf-0.pt")
+        frames.append((Kind.PERF, 0, record))
+    staff_path = None
     if staff is not None:
-        torch.save({"clock": record.get("clock", "wall") if record else "wall", **staff},
-                   tmp_path / f"{judge.STAFF_PERF}-0.pt")
-    (tmp_path / "load.json").write_text('{"ok": true, "kernels": {}}')
-    run = WorkerRun(jobdir=tmp_path, returncode=-9, timed_out=False, seconds=1.0, log="", run_id="0-0", cases=[])
-    return judge.WorkerResults.read(tmp_path, [run])
+        staff_path = _stream(tmp_path / "staff.bin", (Kind.PERF, 0, {
+            "clock": record.get("clock", "wall") if isinstance(record, dict) else "wall", **staff}))
+    run = WorkerRun(records=_stream(tmp_path / "records.bin", *frames), returncode=-9, timed_out=False, seconds=1.0,
+                    log="", run_id="0-0", cases=[])
+    return judge.WorkerResults.read([run], staff_path)
 
 
 def _record(sub, base, outputs=None):
@@ -113,11 +131,11 @@ def test_garbled_timings_fail_closed(tmp_path, sub, base, why):
 
 
 def test_unreadable_or_foreign_record_fails_closed(tmp_path):
-    (tmp_path / "perf-0.pt").write_bytes(b"not a torch file")
-    v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path))
+    v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, b"not a torch file"))
     assert not v.ok and "unreadable" in v.message
-    torch.save({**_record([1e-3] * 5, [1e-3] * 5), "test": "other"}, tmp_path / "perf-0.pt")
-    assert "unreadable" in speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path)).message
+    (tmp_path / "again").mkdir()
+    foreign = {**_record([1e-3] * 5, [1e-3] * 5), "test": "other"}
+    assert "unreadable" in speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path / "again", foreign)).message
 
 
 def test_ratio_below_threshold_fails_with_both_times(tmp_path):
@@ -287,7 +305,7 @@ else:  # as a module is usually imported: from its file
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
 jobdir = Path(sys.argv[2])
-report = sandbox.apply(sandbox.plan(jobdir, ROOT, "cpu", 60, sandbox.Limits()), jobdir)
+report = sandbox.apply(sandbox.plan([jobdir], ROOT, "cpu", 60, sandbox.Limits()), jobdir)
 if not report.get("files", "").startswith("on"):
     print("NO-LANDLOCK")
     sys.exit(0)

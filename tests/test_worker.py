@@ -37,7 +37,7 @@ def test_cuda_case_workers_get_one_work_queue_and_timing_workers_keep_the_defaul
     from grader.runner import JobSpec, spec_env
 
     monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
-    spec = JobSpec(Path("s.py"), "f", [], "cuda", Path("in.pt"), 10.0)
+    spec = JobSpec(Path("s.py"), "f", [], "cuda", {0: Path("in.pt")}, 10.0)
     assert spec_env(spec)["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
     assert "CUDA_DEVICE_MAX_CONNECTIONS" not in spec_env(dataclasses.replace(spec, perf=[{"index": 0}]))
     assert "CUDA_DEVICE_MAX_CONNECTIONS" not in spec_env(dataclasses.replace(spec, device="cpu"))

@@ -1,0 +1,331 @@
+"""The contract between the worker, which runs a submission, and the trusted side (runner and judge).
+
+Every file of a grading run, the job the worker receives and the records it sends back are defined here, and
+nowhere else. This module imports nothing else of the grader: the worker and the trusted side meet only here.
+
+A grading run's tree (made by `GradingTree`, one per `grade_jobs` call):
+
+    <base>/                 mode 0711: traversable, not listable (a sandboxed compiler's access(2) needs the walk)
+      trusted/              mode 0700: what no worker may write (Landlock gives no worker any right in it)
+        cases/<task>/case-<i>.pt      one case's inputs, as the judge made them (and the address check's inputs)
+        answers/<task>.pt             the oracle's answers, for judge processes
+        jobs/job-<n>/                 per job: each worker run's job-<run>.json, records-<run>.bin and
+                                      worker-<run>.log, and the suite's pytest.ini and report.json
+      scratch/              mode 0711
+        job-<n>/triton-cache/         the job's Triton cache: written by the job's workers, read by the next ones
+        job-<n>/run-<run>/            one worker run's own folder, made empty by the runner before the run starts:
+                                      its working directory, temp folder, a copy of the submission, Inductor's cache
+
+A worker may write only its run folder and its job's Triton cache. The trusted side never opens a path inside
+`scratch/` except to remove it (shutil.rmtree does not follow links) and to fill a run folder before its worker
+starts, when no worker can write it yet.
+
+What the worker sends back travels through one file descriptor, opened for it before the sandbox on a file of
+`trusted/` that it cannot otherwise reach (append-only): a stream of frames, each a fixed header (magic, kind,
+key, payload length) and a payload. JSON frames carry the load report and progress; tensor frames carry a case's
+runs or a speed test's timings (torch.save, read back with weights_only=True). The trusted side reads the stream
+with `RecordStream`: every frame is bounded, a truncated or garbled stream ends where it breaks, and what it lacks
+fails that job's tests with a message, never anything else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import stat
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+# ------------------------------------------------------------------------------------------- the folder tree
+
+TRUSTED_MODE = 0o700
+SCRATCH_MODE = 0o711
+
+
+@dataclass(frozen=True)
+class JobFolders:
+    """The two folders of one job: `trusted` (the runner's and the judge's) and `scratch` (its workers')."""
+
+    trusted: Path
+    scratch: Path
+
+    def job_file(self, run_id: str) -> Path:
+        """The job description of one worker run (WorkerJob as JSON), written by the runner."""
+        return self.trusted / f"job-{run_id}.json"
+
+    def records(self, run_id: str) -> Path:
+        """The record stream of one worker run: written only through the descriptor the worker was handed."""
+        return self.trusted / f"records-{run_id}.bin"
+
+    def log(self, run_id: str) -> Path:
+        """What one worker run printed (its stdout and stderr)."""
+        return self.trusted / f"worker-{run_id}.log"
+
+    def pytest_files(self) -> tuple[Path, Path]:
+        """The suite's pytest.ini and JSON report (grader/grading.py run_suite)."""
+        return self.trusted / "pytest.ini", self.trusted / "report.json"
+
+    @property
+    def cache(self) -> Path:
+        """The job's Triton cache, shared by its workers (each compiles once what the next may reuse)."""
+        return self.scratch / "triton-cache"
+
+    def run_folder(self, run_id: str) -> Path:
+        return self.scratch / f"run-{run_id}"
+
+
+class GradingTree:
+    """The folders of one grading run under `base` (see the module's docstring)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.trusted = base / "trusted"
+        self.scratch = base / "scratch"
+        os.chmod(base, SCRATCH_MODE)
+        for folder, mode in ((self.trusted, TRUSTED_MODE), (self.scratch, SCRATCH_MODE)):
+            folder.mkdir(mode=mode, exist_ok=True)
+            os.chmod(folder, mode)
+
+    def case_file(self, task_id: str, index: int) -> Path:
+        return self.trusted / "cases" / task_id / f"case-{index}.pt"
+
+    def answers_file(self, task_id: str) -> Path:
+        return self.trusted / "answers" / f"{task_id}.pt"
+
+    def job(self, name: str) -> JobFolders:
+        """The folders of a job (`name`: job-0003, staff-timing-<task>, warm-<task>), made here."""
+        folders = JobFolders(self.trusted / "jobs" / name, self.scratch / name)
+        folders.trusted.mkdir(parents=True, mode=TRUSTED_MODE, exist_ok=True)
+        folders.scratch.mkdir(mode=SCRATCH_MODE, exist_ok=True)
+        os.chmod(folders.scratch, SCRATCH_MODE)
+        return folders
+
+
+def make_run_folder(folders: JobFolders, run_id: str) -> Path:
+    """A worker run's own folder, new and empty (a name that exists already is refused: nothing planted there is
+    ever used), and the job's Triton cache."""
+    folders.cache.mkdir(exist_ok=True)
+    if folders.cache.is_symlink() or not folders.cache.is_dir():
+        raise OSError(f"{folders.cache} is not a folder")
+    run = folders.run_folder(run_id)
+    run.mkdir(mode=SCRATCH_MODE)
+    os.chmod(run, SCRATCH_MODE)
+    return run
+
+
+# ------------------------------------------------------------------------------------------------- the job
+
+
+@dataclass
+class PerfItem:
+    """A speed test the worker times after its cases (grader/timing.py time_calls)."""
+
+    index: int
+    test: str
+    case: int
+    """The case whose inputs are timed (an index into the task's cases; its inputs are in `WorkerJob.inputs`)."""
+    baseline: str
+    """The staff baseline's file: relative to the repository, or absolute."""
+    warmup: int
+    reps: int
+    clock: str = "gpu"
+
+
+@dataclass
+class WorkerJob:
+    """Everything one worker run is told, written by the runner as `job-<run>.json` in the trusted folder."""
+
+    run_id: str
+    submission: str
+    """The copy of the submission in the run folder, made by the runner: what the worker imports."""
+    entry: str
+    kernels: list[str]
+    device: str
+    inputs: dict[int, str]
+    """Case index -> that case's inputs file, for the cases this run runs or times, and no others."""
+    cases: list[int] = field(default_factory=list)
+    """The cases to run, in order."""
+    run_folder: str = ""
+    """The worker's working directory and temp folder, and the only folder besides `cache` it may write."""
+    cache: str = ""
+    """The job's Triton cache (written by the job's workers)."""
+    perf: list[PerfItem] = field(default_factory=list)
+    sandbox: dict | None = None
+    """{"limits": {Limits field: value}, "timeout_s": seconds}, or None for no sandbox."""
+    benchmark_autotune: bool = False
+    specialize: bool = True
+    launch: dict | None = None
+    gpu_compile: bool = True
+    bounds: bool = True
+    warm: bool = False
+
+    def to_json(self) -> str:
+        data = dataclasses.asdict(self)
+        data["inputs"] = {str(k): v for k, v in self.inputs.items()}
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerJob:
+        """The job, or ValueError naming the first field that is missing, unknown or of the wrong type."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("a worker job must be a JSON object")
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"unknown field(s) in a worker job: {', '.join(unknown)}")
+        data["inputs"] = {int(k): v for k, v in _typed(data, "inputs", dict).items()}
+        data["perf"] = [PerfItem(**_typed({"item": p}, "item", dict)) for p in data.get("perf") or []]
+        for name, kind in (("run_id", str), ("submission", str), ("entry", str), ("device", str),
+                           ("kernels", list), ("cases", list)):
+            _typed(data, name, kind)
+        if not all(isinstance(v, str) for v in data["inputs"].values()):
+            raise ValueError("a worker job's inputs must be file names")
+        if not all(type(i) is int and i in data["inputs"] for i in data["cases"]):
+            raise ValueError("a worker job's cases must be indices of its inputs")
+        return cls(**data)
+
+
+def _typed(data: dict, name: str, kind: type) -> Any:
+    if not isinstance(data.get(name), kind):
+        raise ValueError(f"a worker job's {name} must be a {kind.__name__}")
+    return data[name]
+
+
+# --------------------------------------------------------------------------------------------- the records
+
+
+class Kind(IntEnum):
+    """What a frame of the record stream carries."""
+
+    LOAD = 1
+    """JSON: whether the import worked, the required kernels' autotune configs, the sandbox report."""
+    STATUS = 2
+    """JSON: progress (the case it is running, runs done, done): the runner's stall clock and the judge's
+    account of where a worker stopped."""
+    CASE = 3
+    """Tensors (key: the case index): {"id", "runs"}, each run's outputs, guard records and launches."""
+    PERF = 4
+    """Tensors (key: the speed test's index): the times of the submission's and the baseline's calls."""
+
+
+MAGIC = b"GRR1"
+HEADER = struct.Struct("<4sBxxxqQ")
+"""magic, kind, (3 pad bytes), key, payload length."""
+JSON_LIMIT = 8 << 20
+"""The largest JSON frame read (the load report is well under 1 MB)."""
+TENSOR_LIMIT = 8 << 30
+"""The largest tensor frame read (a CUDA-sized case's runs are a few hundred MB)."""
+RECORDS_FD_ENV = "GRADER_RECORDS_FD"
+
+
+class RecordWriter:
+    """The worker's end of the stream: frames appended to a descriptor opened for it before the sandbox."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def _frame(self, kind: Kind, key: int, payload) -> None:
+        for data in (HEADER.pack(MAGIC, int(kind), key, len(payload)), payload):
+            data = memoryview(data).cast("B")
+            while data:
+                data = data[os.write(self.fd, data):]
+
+    def json(self, kind: Kind, data: dict, key: int = 0) -> None:
+        self._frame(kind, key, json.dumps(data).encode())
+
+    def tensors(self, kind: Kind, key: int, data: dict) -> None:
+        import torch
+
+        buf = io.BytesIO()
+        torch.save(data, buf)
+        self._frame(kind, key, buf.getbuffer())
+
+
+class RecordStream:
+    """The trusted side's reading of one worker run's record stream. Only the headers are read up front; a frame
+    is read when asked for, and the last frame of a (kind, key) wins. `problem` says where a garbled stream broke."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.frames: dict[tuple[int, int], tuple[int, int]] = {}
+        self.problem = ""
+        self.status: dict = {}
+        """The last STATUS frame that reads as a JSON object."""
+        if path is None:
+            return
+        try:
+            fd = open_trusted(path)
+        except OSError as exc:
+            self.problem = f"no record stream ({exc.strerror or exc})"
+            return
+        with os.fdopen(fd, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            offset = 0
+            while offset < size:
+                head = fh.read(HEADER.size)
+                if len(head) < HEADER.size:
+                    self.problem = f"the stream ends inside a frame header at byte {offset}"
+                    break
+                magic, kind, key, length = HEADER.unpack(head)
+                limit = JSON_LIMIT if kind in (Kind.LOAD, Kind.STATUS) else TENSOR_LIMIT
+                if magic != MAGIC or kind not in Kind._value2member_map_ or length > limit:
+                    self.problem = f"a garbled frame at byte {offset}"
+                    break
+                start = offset + HEADER.size
+                if start + length > size:
+                    self.problem = f"the stream ends inside a frame at byte {offset}"
+                    break
+                self.frames[(kind, key)] = (start, length)
+                if kind == Kind.STATUS:
+                    try:
+                        status = json.loads(fh.read(length))
+                    except ValueError:
+                        status = None
+                    if isinstance(status, dict):
+                        self.status = status
+                else:
+                    fh.seek(start + length)
+                offset = start + length
+
+    def has(self, kind: Kind, key: int = 0) -> bool:
+        return (int(kind), key) in self.frames
+
+    def _payload(self, kind: Kind, key: int) -> bytes:
+        start, length = self.frames[(int(kind), key)]
+        fd = open_trusted(self.path)
+        try:
+            return os.pread(fd, length, start)
+        finally:
+            os.close(fd)
+
+    def json(self, kind: Kind, key: int = 0) -> Any:
+        """A JSON frame's value; KeyError if there is none, ValueError if it is not JSON."""
+        return json.loads(self._payload(kind, key))
+
+    def tensors(self, kind: Kind, key: int) -> Any:
+        """A tensor frame's value, loaded with weights_only=True (tensors and plain data only); KeyError if there
+        is none, any other exception if it is garbled."""
+        import torch
+
+        return torch.load(io.BytesIO(self._payload(kind, key)), weights_only=True)
+
+
+def open_trusted(path: Path, flags: int = os.O_RDONLY) -> int:
+    """Open a file of the trusted tree for reading: never through a link, and only a regular file."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path.name} is not a regular file")
+    return fd
+
+
+def create_trusted(path: Path) -> int:
+    """Create a file of the trusted tree for appending: it must not exist (no link, nothing planted)."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND
+                   | getattr(os, "O_CLOEXEC", 0), 0o600)
