@@ -5,19 +5,28 @@ For every `submissions/<student>/<task_id>.py` of the homework:
 * attempts: a new file past the homework's `max_attempts` for that task is not graded, and the student is told;
 * deadline: the submission time is the file's modification time, or the `--manifest` CSV's
   (`student,task,submitted_at` with an ISO 8601 time and offset); late work is scored by the late policy;
-* the ledger (results/ledger.sqlite) records every graded attempt; the gradebook counts the best or the last one.
+* the ledger (results/ledger.sqlite) records every graded attempt; the gradebook counts the best or the last one;
+* durable: each job's JSON files and then its ledger row are written as soon as it is judged, each file replaced
+  whole, so a batch killed at any point (Ctrl-C, SIGKILL, a lost machine) keeps every job it judged, and its rerun
+  grades only the rest (resume) and ends with the gradebook an uninterrupted run writes.
 
-Outputs: results/<student>/<task>.json (and .staff.json), results/gradebook.csv (one row per student, a column
-per task, total, late flag; sorted by student) and results/summary.md (score histogram, per-test pass rates).
+Outputs: results/<student>/<task>.json (and .staff.json), as each job is judged; at the end, from the ledger,
+results/gradebook.csv (one row per student, a column per task, total, late flag; sorted by student),
+results/<student>/results.json (Gradescope's format) and results/summary.md (score histogram, per-test pass rates).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import hashlib
+import io
 import json
 import math
+import os
+import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,27 +125,32 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
             mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
             planned.append(Planned(student, tasks[task_id], path, sha, times.get((student, task_id), mtime)))
 
-    results = grade(
-        [Job(p.task, p.path, p.student) for p in planned], cfg, device, workers,
-        on_result=lambda r: (report.save_pictures(r, out / r.student), show(report.summary(r) + "\n")),
-    ) if planned else []
-    for p, r in zip(planned, results):
-        days = late_days(p.submitted_at, hw.deadline)
-        factor = late_factor(days, hw)
-        data = r.student_json()
-        data.update({"homework": hw.id, "submitted_at": p.submitted_at.isoformat(), "late_days": days,
-                     "raw_score": r.score, "score": round(r.score * factor, 6), "grader_version": version})
-        if days:
-            data["late"] = (f"{days} day(s) late: {factor:.0%} of the points kept "
-                            f"(policy: -{hw.late_penalty_per_day:.0%} per day, 0 after {hw.late_max_days})")
-        result_path = out / p.student / f"{p.task.id}.json"
-        result_path.parent.mkdir(parents=True, exist_ok=True)
-        result_path.write_text(json.dumps(data, indent=2) + "\n")
-        (out / p.student / f"{p.task.id}.staff.json").write_text(json.dumps(r.staff_json(), indent=2) + "\n")
-        ledger.record(homework=hw.id, student=p.student, task=p.task.id, sha256=p.sha256,
-                      submitted_at=p.submitted_at.isoformat(), graded_at=r.graded_at, raw_score=r.score,
-                      score=data["score"], max_score=r.max_score, late_days=days, grader_version=version,
-                      result_path=str(result_path))
+    # Durable: each job is recorded the moment it is judged (its student and staff JSON in place, then its ledger
+    # row), so a batch killed at any point keeps what it graded and the rerun grades only the rest.
+    by_key = {(p.student, p.task.id): p for p in planned}
+    by_path = {str(p.path): p for p in planned}
+    recorded: set[tuple[str, str]] = set()
+    lock = threading.Lock()  # on_result may come from more than one thread
+
+    def record(r: TaskResult) -> None:
+        p = by_key.get((r.student, r.task)) or by_path.get(r.submission)
+        if p is None:
+            raise KeyError(f"a result for {r.student}/{r.task} ({r.submission}) that this batch did not plan")
+        with lock:
+            if (p.student, p.task.id) in recorded:
+                return
+            report.save_pictures(r, out / p.student)
+            record_result(ledger, out, hw, version, p, r)
+            recorded.add((p.student, p.task.id))
+
+    def on_result(r: TaskResult) -> None:
+        record(r)
+        show(report.summary(r) + "\n")
+
+    results = grade([Job(p.task, p.path, p.student) for p in planned], cfg, device, workers,
+                    on_result=on_result) if planned else []
+    for r in results:  # a grade function that did not call on_result for a job: recorded now
+        record(r)
 
     rows = gradebook(ledger, hw, students)
     ledger.close()
@@ -144,8 +158,51 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
         write_gradescope(out, student, hw)
     write_gradebook(rows, hw, out / "gradebook.csv")
     write_summary(rows, hw, out, out / "summary.md")
-    show(f"graded {len(planned)} new submission(s); gradebook: {out / 'gradebook.csv'}")
+    show(f"graded {len(recorded)} new submission(s); gradebook: {out / 'gradebook.csv'}")
     return rows
+
+
+def record_result(ledger: Ledger, out: Path, hw: Homework, version: str, p: Planned, r: TaskResult) -> None:
+    """Write one graded job's student and staff JSON, then its ledger row: a batch that finds the row finds the
+    files too (each file is replaced whole, so a kill leaves the old one or the new one, never a part)."""
+    days = late_days(p.submitted_at, hw.deadline)
+    factor = late_factor(days, hw)
+    data = r.student_json()
+    data.update({"homework": hw.id, "submitted_at": p.submitted_at.isoformat(), "late_days": days,
+                 "raw_score": r.score, "score": round(r.score * factor, 6), "grader_version": version})
+    if days:
+        data["late"] = (f"{days} day(s) late: {factor:.0%} of the points kept "
+                        f"(policy: -{hw.late_penalty_per_day:.0%} per day, 0 after {hw.late_max_days})")
+    result_path = out / p.student / f"{p.task.id}.json"
+    result_path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / p.student / f"{p.task.id}.staff.json", json.dumps(r.staff_json(), indent=2) + "\n")
+    write_atomic(result_path, json.dumps(data, indent=2) + "\n")
+    ledger.record(homework=hw.id, student=p.student, task=p.task.id, sha256=p.sha256,
+                  submitted_at=p.submitted_at.isoformat(), graded_at=r.graded_at, raw_score=r.score,
+                  score=data["score"], max_score=r.max_score, late_days=days, grader_version=version,
+                  result_path=str(result_path))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` whole: written to a temporary file beside it, flushed to disk, then renamed over
+    it (and the rename flushed too), so neither a killed process nor a lost machine leaves half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:  # as given: the gradebook's CSV has its own line ends
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 otherwise: as write_text would leave it
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
 
 
 def gradebook(ledger: Ledger, hw: Homework, students: list[str]) -> dict[str, dict]:
@@ -183,15 +240,16 @@ def write_gradescope(out: Path, student: str, hw: Homework) -> None:
                           "visibility": "visible"})
     if tests:
         data = gradescope.results_json(tests)
-        (out / student / "results.json").write_text(json.dumps(data, indent=2) + "\n")
+        write_atomic(out / student / "results.json", json.dumps(data, indent=2) + "\n")
 
 
 def write_gradebook(rows: dict[str, dict], hw: Homework, path: Path) -> None:
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["student", *hw.tasks, "total", "late"])
-        writer.writeheader()
-        for student in sorted(rows):
-            writer.writerow(rows[student])
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=["student", *hw.tasks, "total", "late"])
+    writer.writeheader()
+    for student in sorted(rows):
+        writer.writerow(rows[student])
+    write_atomic(path, text.getvalue())
 
 
 def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path) -> None:
@@ -223,7 +281,7 @@ def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path) ->
     png = plot(rows, rates, max_total, out / "summary.png")
     if png:
         lines[4:4] = [f"![scores and pass rates]({png.name})", ""]
-    path.write_text("\n".join(lines) + "\n")
+    write_atomic(path, "\n".join(lines) + "\n")
 
 
 def plot(rows: dict[str, dict], rates: dict[str, float], max_total: float, path: Path) -> Path | None:

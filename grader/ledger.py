@@ -51,7 +51,7 @@ class Attempt:
 class Ledger:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path)
+        self.db = sqlite3.connect(path, check_same_thread=False)  # batch.py records from one thread at a time
         self.db.executescript(SCHEMA)
 
     def attempts(self, homework: str, student: str, task: str) -> list[Attempt]:
