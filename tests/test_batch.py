@@ -1,9 +1,18 @@
-"""The class rules of `batch`: attempt limit, late policy, best/last, resume. Grading itself is stubbed here
-(the end-to-end path is covered by test_hostile.py and selftest); the rules read only the ledger."""
+"""The class rules of `batch`: attempt limit, late policy, best/last, resume, and a batch killed midway. Grading
+itself is stubbed here (the end-to-end path is covered by test_hostile.py and selftest; the rules read only the
+ledger), but for the killed batch, a real `python -m grader batch` on two puzzles on the CPU."""
 
+import contextlib
 import dataclasses
 import datetime as dt
+import json
 import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -12,13 +21,16 @@ from grader.config import Homework, load_config
 from grader.grading import TaskResult
 
 DEADLINE = dt.datetime(2025, 11, 10, 23, 59, tzinfo=dt.timezone(dt.timedelta(hours=3)))
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class FakeGrader:
-    """Scores a file by its first line, '# score: X'."""
+    """Scores a file by its first line, '# score: X'. With calls_back, hands each result to on_result as it is
+    made, as grade_jobs does; without, only returns them."""
 
-    def __init__(self):
+    def __init__(self, calls_back: bool = False):
         self.graded = []
+        self.calls_back = calls_back
 
     def __call__(self, jobs, cfg, device, workers, on_result=None):
         out = []
@@ -28,6 +40,8 @@ class FakeGrader:
             out.append(TaskResult(task=job.task.id, student=job.student, submission=str(job.submission),
                                   score=score, max_score=job.task.points, tests=[], checks={}, environment={},
                                   submission_sha256="", graded_at="2025-11-01T00:00:00+00:00"))
+            if self.calls_back and on_result:
+                on_result(out[-1])
         return out
 
 
@@ -40,16 +54,25 @@ def setup(tmp_path, task10):
     return hw, load_config(), root, tmp_path / "results", {task10.id: task10}
 
 
-def _submit(root, task_id, score, when: dt.datetime):
-    path = root / "ann" / f"{task_id}.py"
+def _submit(root, task_id, score, when: dt.datetime, student="ann"):
+    path = root / student / f"{task_id}.py"
     path.write_text(f"# score: {score}\n")
     os.utime(path, (when.timestamp(), when.timestamp()))
 
 
-def _run(setup, grader, manifest=None, **changes):
-    hw, cfg, root, out, tasks = setup
-    return run_batch(root, dataclasses.replace(hw, **changes), tasks, cfg, "cpu", out, grade=grader,
+def _run(setup, grader, manifest=None, out=None, **changes):
+    hw, cfg, root, results, tasks = setup
+    return run_batch(root, dataclasses.replace(hw, **changes), tasks, cfg, "cpu", out or results, grade=grader,
                      manifest=manifest, show=lambda s: None)
+
+
+def _ledger_rows(out):
+    """The ledger's (student, task) rows, read apart from the batch: only what it committed."""
+    db = sqlite3.connect(f"file:{out / 'ledger.sqlite'}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT student, task FROM attempts ORDER BY id").fetchall()
+    finally:
+        db.close()
 
 
 def test_late_policy():
@@ -94,7 +117,112 @@ def test_manifest_times_decide_lateness(setup, task10, tmp_path):
     rows = _run(setup, FakeGrader(), manifest=manifest)
     assert rows["ann"][task10.id] == 1.0 and rows["ann"]["late"] == "yes"  # 2 started days late: 50%
     assert "## Pass rate per test" in (setup[3] / "summary.md").read_text()
-    import json
-
     gradescope = json.loads((setup[3] / "ann" / "results.json").read_text())
     assert gradescope["tests"][-1]["name"].endswith("/ late") and "2 day(s) late" in gradescope["tests"][-1]["output"]
+
+
+def test_each_job_is_on_disk_and_in_the_ledger_as_soon_as_it_is_judged(setup, task10, tmp_path):
+    """A batch that dies after its first job was judged keeps that job (its JSON files, then its ledger row), and
+    its rerun grades only the other job and ends with the gradebook of a batch that never died."""
+    root, out, tid = setup[2], setup[3], task10.id
+    (root / "bob").mkdir()
+    on_time = DEADLINE - dt.timedelta(days=1)
+    _submit(root, tid, 1.5, on_time)
+    _submit(root, tid, 0.5, DEADLINE + dt.timedelta(hours=1), student="bob")  # a day late: 75% of 0.5 kept
+    checked = []
+
+    def dies_after_the_first_job(jobs, cfg, device, workers, on_result=None):
+        assert [j.student for j in jobs] == ["ann", "bob"]
+        FakeGrader(calls_back=True)(jobs[:1], cfg, device, workers, on_result)  # ann judged; grading goes on
+        assert json.loads((out / "ann" / f"{tid}.json").read_text())["score"] == 1.5
+        assert json.loads((out / "ann" / f"{tid}.staff.json").read_text())["student"] == "ann"
+        assert _ledger_rows(out) == [("ann", tid)]
+        assert not (out / "bob").exists()
+        checked.append(True)
+        raise KeyboardInterrupt  # Ctrl-C before bob's job is judged
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(setup, dies_after_the_first_job)
+    assert checked and not (out / "gradebook.csv").exists()
+    assert not list(out.rglob("*.tmp"))  # every file was put in place whole
+
+    rerun = FakeGrader(calls_back=True)
+    rows = _run(setup, rerun)
+    assert rerun.graded == ["# score: 0.5"]  # ann's job was not graded again
+    assert _ledger_rows(out) == [("ann", tid), ("bob", tid)]
+    assert rows["ann"][tid] == 1.5 and rows["bob"][tid] == 0.375
+
+    whole = tmp_path / "uninterrupted"
+    _run(setup, FakeGrader(calls_back=True), out=whole)
+    assert (out / "gradebook.csv").read_text() == (whole / "gradebook.csv").read_text()
+    for student in ("ann", "bob"):
+        assert (out / student / f"{tid}.json").read_text() == (whole / student / f"{tid}.json").read_text()
+
+
+PUZZLES = ("puzzle01_constant_add", "puzzle02_constant_add_block")
+
+
+def _batch(root, out, *extra, log):
+    """`python -m grader batch` on the CPU, in a process group of its own (the judges go with it when it is
+    killed), its output unbuffered into `log`."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with log.open("w") as f:
+        return subprocess.Popen([sys.executable, "-m", "grader", "batch", str(root), "--homework", "puzzles",
+                                 "--device", "cpu", "--out", str(out), *extra], cwd=ROOT, env=env,
+                                stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _finish(proc, log, timeout=300):
+    assert proc.wait(timeout) == 0, log.read_text()[-3000:]
+    return log.read_text()
+
+
+def test_a_batch_killed_mid_class_resumes_where_it_stopped(tmp_path):
+    """SIGKILL a real batch (3 students x 2 puzzles, one job at a time) once its first job is in the ledger, rerun
+    it: the rerun grades only the jobs the killed one did not record, and the gradebook is an uninterrupted run's."""
+    root = tmp_path / "class"
+    for student in ("ann", "bob", "cid"):
+        (root / student).mkdir(parents=True)
+        for task in PUZZLES:
+            (root / student / f"{task}.py").write_bytes((ROOT / "tasks" / task / "solution.py").read_bytes())
+    (root / "bob" / f"{PUZZLES[0]}.py").write_bytes(
+        (ROOT / "tasks" / PUZZLES[0] / "wrong" / "plus_one.py").read_bytes())  # bob: one puzzle fails
+    jobs = 3 * len(PUZZLES)
+
+    out, log = tmp_path / "killed", tmp_path / "killed.log"
+    proc = _batch(root, out, "--workers", "1", log=log)
+    deadline, recorded = time.monotonic() + 300, []
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            if any(not p.name.endswith(".staff.json") for p in out.glob("*/*.json")):  # a result on disk:
+                try:
+                    recorded = _ledger_rows(out)  # its ledger row follows it
+                except sqlite3.Error:  # the ledger is being created
+                    pass
+                if recorded:
+                    break
+            time.sleep(0.02)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # gone already when it finished first
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert recorded, f"no job recorded before the batch ended (exit {proc.returncode}): {log.read_text()[-3000:]}"
+    judged = log.read_text().count("\n  score: ")  # the summary batch prints once a job is judged
+    assert judged < jobs, f"the batch recorded nothing until its last job was judged ({judged} of {jobs})"
+    kept = _ledger_rows(out)
+    assert 1 <= len(kept) < jobs
+    for student, task in kept:  # every ledger row has its files, whole
+        assert json.loads((out / student / f"{task}.json").read_text())["task"] == task
+        assert json.loads((out / student / f"{task}.staff.json").read_text())["task"] == task
+
+    text = _finish(_batch(root, out, log=tmp_path / "rerun.log"), tmp_path / "rerun.log")
+    assert f"graded {jobs - len(kept)} new submission(s)" in text, text[-3000:]
+    rows = _ledger_rows(out)
+    assert sorted(rows) == sorted((s, t) for s in ("ann", "bob", "cid") for t in PUZZLES)  # one row per job
+    assert rows[:len(kept)] == kept
+
+    whole = tmp_path / "uninterrupted"
+    text = _finish(_batch(root, whole, log=tmp_path / "whole.log"), tmp_path / "whole.log")
+    assert f"graded {jobs} new submission(s)" in text
+    assert (out / "gradebook.csv").read_text() == (whole / "gradebook.csv").read_text()
+    assert "bob,0.0,1.0" in (whole / "gradebook.csv").read_text()  # the wrong puzzle scored 0 (a real grading)
