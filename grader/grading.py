@@ -631,7 +631,9 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 if perf:  # one timing worker per job, after every case (see below), compiling as Triton does
                     timing.append((n, replace(spec, gpu=None, perf=perf, specialize=True, sees_hidden=True)))
                     pending[n] += 1
-            for n in runnable:  # the oracle works (once per task) while the workers run
+            for n in range(len(contexts)):  # the oracle works (once per task) while the workers run
+                if n in results:
+                    continue
                 try:
                     prepared.answer(contexts[n][0].task)
                 except Exception as exc:  # noqa: BLE001 - a staff error: that task's jobs fail, with the reason

@@ -1,0 +1,146 @@
+"""The worker/judge contract (grader/protocol.py) and the runner's side of it: a typed job, a run folder that is
+always new, the record stream's bounds, a worker that dies before its first case, a judging failure that stays
+its job's, and grading trees left by killed runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader import grading, protocol
+from grader.config import ROOT, SandboxConfig, load_config
+from grader.grading import Job, grade_jobs
+
+SOLUTION = (ROOT / "tasks" / "10_quantize_global_int8" / "solution.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def small10(task10):
+    return task10.subset({"n1_fp32", "n127_fp16"}, autotune_points=0.0, timeout_s={"cpu": 60})
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config(ROOT / "config.yaml")
+
+
+def _job(**changes) -> protocol.WorkerJob:
+    fields = dict(run_id="0-0", submission="/s.py", entry="f", kernels=["k"], device="cpu",
+                  inputs={0: "/c0.pt", 3: "/c3.pt"}, cases=[3, 0])
+    return protocol.WorkerJob(**{**fields, **changes})
+
+
+def test_a_worker_job_travels_whole_and_nothing_else_passes():
+    job = _job(perf=[protocol.PerfItem(index=0, test="speed", case=3, baseline="b.py", warmup=1, reps=5)])
+    assert protocol.WorkerJob.from_json(job.to_json()) == job
+    data = json.loads(job.to_json())
+    for bad, why in [({**data, "timeout": 30}, "unknown field"), ({**data, "cases": [7]}, "indices of its inputs"),
+                     ({**data, "entry": 5}, "entry must be a str"), ({**data, "inputs": {"0": 5}}, "file names"),
+                     ([1], "JSON object")]:
+        with pytest.raises(ValueError, match=why):
+            protocol.WorkerJob.from_json(json.dumps(bad))
+
+
+def test_a_run_folder_is_always_new(tmp_path):
+    """A name that exists already (a folder or a link a worker planted) is refused, never reused."""
+    tree = protocol.GradingTree(tmp_path)
+    folders = tree.job("job-0000")
+    run = protocol.make_run_folder(folders, "0-0")
+    assert run.is_dir() and not any(run.iterdir())
+    with pytest.raises(FileExistsError):
+        protocol.make_run_folder(folders, "0-0")
+    os.symlink(tmp_path / "elsewhere", folders.run_folder("0-1"))
+    with pytest.raises(FileExistsError):
+        protocol.make_run_folder(folders, "0-1")
+    assert oct(os.stat(tree.trusted).st_mode & 0o777) == oct(protocol.TRUSTED_MODE)
+    os.symlink(tmp_path, folders.trusted / "records-0-2.bin")
+    with pytest.raises(FileExistsError):  # the trusted side creates its files, never opens one that is there
+        protocol.create_trusted(folders.trusted / "records-0-2.bin")
+
+
+def _graded_alone(cfg, task, source: str, tmp_path: Path, sandbox_on: bool = True, **changes):
+    path = tmp_path / "sub.py"
+    path.write_text(source)
+    cfg = dataclasses.replace(cfg, sandbox=SandboxConfig(enabled=sandbox_on), **changes)
+    (result,) = grade_jobs([Job(task, path, "s")], cfg, "cpu", workers=1, static_checks=False)
+    return result
+
+
+def test_a_worker_that_dies_before_its_first_case_is_started_once_more(cfg, small10, tmp_path):
+    """It dies at import the first time only (a marker file outside: the sandbox is off here to let it keep
+    one): the second worker grades every case. Before, such a worker was never restarted (0 points)."""
+    marker = tmp_path / "died-once"
+    source = (f"import os\nif not os.path.exists({str(marker)!r}):\n    open({str(marker)!r}, 'w').close()\n"
+              "    os.abort()\n" + SOLUTION)
+    result = _graded_alone(cfg, small10, source, tmp_path, sandbox_on=False)
+    assert marker.exists()
+    assert result.score == result.max_score, [t.message for t in result.tests]
+    assert result.staff["workers"] == 2 and "SIGABRT" in result.staff["worker_exit"]
+
+
+def test_a_worker_that_always_dies_first_is_restarted_only_once(cfg, small10, tmp_path):
+    result = _graded_alone(cfg, small10, "import os\nos.abort()\n" + SOLUTION, tmp_path)
+    assert result.score == 0 and result.staff["workers"] == 2
+    assert "the worker was killed by SIG" in {t.name: t.message for t in result.tests}["n1_fp32"]
+
+
+def test_a_garbled_record_fails_its_own_job_only(cfg, small10, tmp_path):
+    """The submission finds its record stream's descriptor and writes a LOAD frame of another shape after the
+    worker's (the last frame of a kind wins): that job fails with a message; the one beside it is graded."""
+    hostile = tmp_path / "hostile.py"
+    hostile.write_text(SOLUTION.replace("def quantize_global(", '''def _forge():
+    import json, os, struct
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").endswith(".bin"):
+                body = json.dumps({"ok": True, "kernels": {}, "environment": 5, "where": 7}).encode()
+                os.write(fd, struct.pack("<4sBxxxqQ", b"GRR1", 1, 0, len(body)) + body)
+        except OSError:
+            pass
+
+
+def quantize_global(''', 1).replace("    n_elements = x.numel()\n", "    _forge()\n    n_elements = x.numel()\n", 1))
+    good = tmp_path / "good.py"
+    good.write_text(SOLUTION)
+    cfg = dataclasses.replace(cfg, judges=1)
+    bad_r, good_r = grade_jobs([Job(small10, hostile, "bad"), Job(small10, good, "good")], cfg, "cpu", workers=2,
+                               static_checks=False)
+    assert good_r.score == good_r.max_score
+    assert bad_r.score == 0
+    assert "unexpected shape" in {t.name: t.message for t in bad_r.tests}["n1_fp32"]
+
+
+def test_a_failure_while_judging_fails_that_job_only(cfg, small10, tmp_path, monkeypatch):
+    real = grading.build_result
+
+    def build(job, *args, **kwargs):
+        if job.student == "unlucky":
+            raise RuntimeError("boom")
+        return real(job, *args, **kwargs)
+
+    monkeypatch.setattr(grading, "build_result", build)
+    good = tmp_path / "good.py"
+    good.write_text(SOLUTION)
+    unlucky, lucky = grade_jobs([Job(small10, good, "unlucky"), Job(small10, good, "lucky")],
+                                dataclasses.replace(cfg, judges=0), "cpu", workers=2)
+    assert lucky.score == lucky.max_score
+    assert unlucky.score == 0 and all(t.outcome == "error" for t in unlucky.tests)
+    assert all(t.message.startswith("the grader could not judge this run: RuntimeError") for t in unlucky.tests)
+    assert "boom" in unlucky.staff["grader_error"] and "boom" not in json.dumps(unlucky.student_json())
+
+
+def test_trees_left_by_killed_runs_are_removed_at_the_next_start(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    (tmp_path / f"grader-{dead}-abc123").mkdir()
+    (tmp_path / f"grader-{os.getpid()}-def456").mkdir()  # a run still going
+    (tmp_path / "grader-notmine").mkdir()
+    removed = grading.remove_leftovers(tmp_path)
+    assert removed == [tmp_path / f"grader-{dead}-abc123"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"grader-{os.getpid()}-def456", "grader-notmine"])
