@@ -126,10 +126,13 @@ def main() -> int:
     parser.add_argument("--homework", default="hw4_int8")
     parser.add_argument("--judges", type=int, default=None, help="override config.yaml's grading.judges")
     parser.add_argument("--identical", action="store_true", help="copies share kernel sources (and compilations)")
+    parser.add_argument("--no-speed-tier", action="store_true", help="grade without the tasks' speed tests")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="profile this process in the parallel run and print its N costliest functions")
     args = parser.parse_args()
     tasks, _ = discover_tasks()
+    if args.no_speed_tier:
+        tasks = {k: dataclasses.replace(t, perf=[]) for k, t in tasks.items()}
     cfg = load_config(tasks=tasks)
     if args.judges is not None:
         cfg = dataclasses.replace(cfg, judges=args.judges)
