@@ -131,9 +131,9 @@ def main() -> int:
                         help="profile this process in the parallel run and print its N costliest functions")
     args = parser.parse_args()
     tasks, _ = discover_tasks()
-    if args.no_speed_tier:
-        tasks = {k: dataclasses.replace(t, perf=[]) for k, t in tasks.items()}
     cfg = load_config(tasks=tasks)
+    if args.no_speed_tier:  # after the course's points are checked against the tasks'
+        tasks = {k: dataclasses.replace(t, perf=[]) for k, t in tasks.items()}
     if args.judges is not None:
         cfg = dataclasses.replace(cfg, judges=args.judges)
     hw = cfg.homeworks[args.homework]
