@@ -606,13 +606,6 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             # The heaviest shards start first, so none is left to start late on its own (longest job first).
             order = sorted(((n, k, indices) for n in runnable for k, indices in enumerate(plan[n])),
                            key=lambda s: -shard_cost(contexts[s[0]][2].cases, s[2], specialize[s[0]]))
-            # A class (at least a job per worker): a job's shards run one after another in one pool task, so the
-            # later ones (its hidden cases: plan_shards never mixes them with public ones) load its kernels from
-            # the job's Triton cache instead of compiling them again; every worker is busy with other jobs
-            # meanwhile. (H100, 40 students: shards of one job side by side cost 3568 core-seconds against 2513
-            # with one shard a job.) With fewer jobs than workers, a job's shards run side by side.
-            chain = len(runnable) >= workers
-            chains: dict[int, list[tuple[int, JobSpec, list[int]]]] = {}
             for n, k, indices in order:
                 job, folders, _ = contexts[n]
                 timeout_s = job.task.timeout_s.get(device) or cfg.timeout_s[device]
@@ -622,16 +615,13 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                     stall_s = max(stall_s, cfg.stall_s.get("cpu", 0.0))
                 spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
                                prepared.case_paths(job.task), timeout_s, benchmark_autotune,
-                               gpu=gpus[(len(futures) + len(chains)) % len(gpus)] if len(gpus) > 1 else None,
+                               gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None,
                                fork_server=cfg.fork_server, specialize=specialize[n],
                                launch=launch_job(job.task), stall_s=stall_s,
                                sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile,
                                bounds=cfg.bounds,
                                sees_hidden=any(job.task.cases[i].visibility != "public" for i in indices))
-                if chain:
-                    chains.setdefault(n, []).append((k, spec, indices))
-                else:
-                    futures[pool.submit(shard_runner, folders, k, spec, indices)] = n
+                futures[pool.submit(shard_runner, folders, k, spec, indices)] = n
                 pending[n] += 1
                 if k:
                     continue
@@ -641,8 +631,6 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 if perf:  # one timing worker per job, after every case (see below), compiling as Triton does
                     timing.append((n, replace(spec, gpu=None, perf=perf, specialize=True, sees_hidden=True)))
                     pending[n] += 1
-            for n, shards in chains.items():
-                futures[pool.submit(_run_chain, shard_runner, contexts[n][1], shards)] = n
             for n in range(len(contexts)):  # the oracle works (once per task) while the workers run
                 if n in results:
                     continue
@@ -656,7 +644,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             for future in as_completed(futures):
                 n = futures[future]
                 runs[n] += future.result()  # run_shard never raises
-                pending[n] -= len(chains[n]) if n in chains else 1
+                pending[n] -= 1
                 if not pending[n] and n not in results:
                     finish(n)
                 drain(block=False)
@@ -680,15 +668,6 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         return [results[n] for n in range(len(contexts))]
     finally:
         shutil.rmtree(base, ignore_errors=True)
-
-
-def _run_chain(shard_runner: Callable[[JobFolders, int, JobSpec, list[int]], list[WorkerRun]], folders: JobFolders,
-               shards: list[tuple[int, JobSpec, list[int]]]) -> list[WorkerRun]:
-    """A job's shards, one after another (grade_jobs: in a class)."""
-    runs: list[WorkerRun] = []
-    for k, spec, indices in sorted(shards, key=lambda s: s[0]):
-        runs += shard_runner(folders, k, spec, indices)
-    return runs
 
 
 def staff_timing(task: TaskSpec, spec: JobSpec, tree: GradingTree,
