@@ -133,7 +133,7 @@ def judge_job(job: Job, folders: JobFolders, ctx: GradingContext, runs: list[Wor
     start = time.perf_counter()
     try:
         if ctx.static.ok:
-            ctx.results = judge.WorkerResults.read(runs, staff_records)
+            ctx.results = judge.WorkerResults.read(runs, staff_records, [c.id for c in ctx.task.cases])
         entries, out = run_suite(ctx, folders)
         result = build_result(job, ctx, entries, out, runs)
     except Exception as exc:  # noqa: BLE001 - one job's failure stays that job's

@@ -86,13 +86,17 @@ class WorkerResults:
     """The staff's timing run of the reference (speed tests)."""
     load: dict | None = None
     problem: str | None = None
+    case_ids: list[str] = field(default_factory=list)
+    """The task's case ids, by index: a progress report names its case by index, and only an index of the run's
+    own cases is read (no text of the worker's names a case in a message)."""
 
     @classmethod
-    def read(cls, runs: list[WorkerRun], staff_records: Path | None = None) -> WorkerResults:
+    def read(cls, runs: list[WorkerRun], staff_records: Path | None = None,
+             case_ids: list[str] | None = None) -> WorkerResults:
         """Read every run's stream. The LOAD report used for messages is that of the first run that held no input
         of a non-public case (a worker grading public cases never saw a hidden one), else of any run."""
         res = cls(runs=runs, streams=[RecordStream(r.records) for r in runs],
-                  staff=RecordStream(staff_records) if staff_records else None)
+                  staff=RecordStream(staff_records) if staff_records else None, case_ids=list(case_ids or []))
         order = sorted(range(len(runs)), key=lambda k: (runs[k].sees_hidden, not runs[k].cases, k))
         why = ""
         for k in order:
@@ -135,11 +139,13 @@ class WorkerResults:
             return None, "not run: no worker was started for this case"
         run, stream = self.runs[k], self.streams[k]
         status = stream.status
-        current = status.get("case")
+        at = status.get("index")
+        current = self.case_ids[at] if type(at) is int and at in run.cases and at < len(self.case_ids) else None
         if stream.problem and not status:
             return None, f"not run: {run.describe_exit()}; its records are garbled ({stream.problem})"
-        if status.get("fatal"):
-            return None, f"not run: the worker stopped after case {current}: {status['fatal']}"
+        if status.get("fatal") and current is not None:
+            return None, (f"not run: the worker stopped after case {current}: the CUDA context was lost (the cases "
+                          "after it run in a new worker)")
         if current == case_id:
             return None, f"{run.describe_exit()} while running this case"
         if current is not None:

@@ -68,7 +68,7 @@ LOADED = (Kind.LOAD, 0, {"ok": True, "kernels": {}})
 def _results(tmp_path, *frames, crashed=None):
     run = WorkerRun(records=_stream(tmp_path / "records-0-0.bin", *frames), returncode=-9, timed_out=False,
                     seconds=1.0, log="", run_id="0-0", cases=[0, 1, 2], crashed=crashed or {})
-    return judge.WorkerResults.read([run])
+    return judge.WorkerResults.read([run], case_ids=["c0", "c1", "c2"])
 
 
 def test_missing_results_fail_closed(tmp_path):
@@ -82,6 +82,15 @@ def test_a_crash_is_placed_in_its_case(tmp_path):
     res = _results(tmp_path, LOADED, (Kind.STATUS, 0, {"case": "c1", "index": 1}))
     assert res.case_runs(1, "c1")[1] == "the worker was killed by SIGKILL while running this case"
     assert "while running case c1" in res.case_runs(2, "c2")[1]
+
+
+def test_a_progress_report_names_no_case_in_its_own_words(tmp_path):
+    """A status frame's case name is the worker's text: the judge names the case by its index, from the task."""
+    res = _results(tmp_path, LOADED, (Kind.STATUS, 0, {"case": "LEAK 0.25 -1.5", "index": 1, "fatal": "LEAK 7"}))
+    assert "LEAK" not in res.case_runs(2, "c2")[1] and "after case c1" in res.case_runs(2, "c2")[1]
+    (tmp_path / "b").mkdir()
+    res = _results(tmp_path / "b", LOADED, (Kind.STATUS, 0, {"case": "LEAK", "index": 9}))
+    assert "LEAK" not in res.case_runs(2, "c2")[1] and "before any case started" in res.case_runs(2, "c2")[1]
 
 
 def test_garbled_results_fail_closed(tmp_path):
