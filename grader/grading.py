@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import judge, speed, static
+from grader import judge, speed, static, tritoncache
 from grader.config import AUTOTUNE_TEST, GATES, ROOT, CourseConfig, TaskSpec
 from grader.protocol import GradingTree, JobFolders, PerfItem
 from grader.results import TaskResult, TestResult
@@ -690,10 +690,12 @@ def staff_timing(task: TaskSpec, spec: JobSpec, tree: GradingTree,
 def warm_shared_cache(tasks: list[TaskSpec], device: str, cfg: CourseConfig, prepared: Prepared, tree: GradingTree,
                       pool: ThreadPoolExecutor) -> None:
     """Start a warm-up run of each task's staff solution (trusted: not sandboxed), one config on one case per
-    specialization, compiling into the grader's shared Triton cache. What it builds that only depends on a
-    kernel's signature, Triton's C launchers (a C compiler run of about a second each), the sandboxed workers of
-    that task then find there instead of building it in their job's own cache. The runs go first in the pool and
-    are not waited for: a worker that starts before they end builds its own."""
+    specialization, compiling into a cache of its own. What it builds that only depends on a kernel's signature,
+    Triton's C launchers (a C compiler run of about a second each), is then copied into the grader's shared Triton
+    cache, where the sandboxed workers of that task find it instead of building it in their job's own cache; the
+    reference's compiled kernels are not (every worker can read the shared cache). The runs go first in the pool
+    and are not waited for: a worker that starts before a launcher is published builds its own."""
+    tritoncache.prune_shared()
     seen = set()
     for task in tasks:
         solution = task.folder / "solution.py"
@@ -707,7 +709,12 @@ def warm_shared_cache(tasks: list[TaskSpec], device: str, cfg: CourseConfig, pre
         spec = JobSpec(solution, task.entry, list(task.kernels), device, prepared.case_paths(task),
                        task.timeout_s.get(device) or cfg.timeout_s[device], fork_server=cfg.fork_server,
                        specialize=specialize, launch=launch_job(task), warm=True, bounds=False)
-        pool.submit(run_shard, tree.job(f"warm-{task.id}"), 0, spec, sorted(first.values()))
+        pool.submit(_warm_and_publish, tree.job(f"warm-{task.id}"), spec, sorted(first.values()))
+
+
+def _warm_and_publish(folders: JobFolders, spec: JobSpec, cases: list[int]) -> None:
+    run_shard(folders, 0, spec, cases)
+    tritoncache.publish_launchers(folders.cache)
 
 
 def launch_job(task: TaskSpec) -> dict | None:

@@ -195,12 +195,7 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
     log_path, records_path = folders.log(run_id), folders.records(run_id)
     log_fd, records_fd = create_trusted(log_path), create_trusted(records_path)
     timeout_s = spec.timeout_s
-    env = spec_env(spec)
-    if spec.sandbox is not None:  # the job's own Triton cache, over one only the grader writes (see
-        env["TRITON_CACHE_DIR"] = job.cache  # grader/tritoncache.py)
-        env["TRITON_CACHE_MANAGER"] = MANAGER
-    elif spec.warm:
-        env["TRITON_CACHE_DIR"] = env[SHARED_ENV]
+    env = {**spec_env(spec), **cache_env(spec, job.cache)}
     try:
         server = ForkServer.get(spec.device, env) if spec.fork_server else None
         proc = server.fork({"job": str(job_file), "records": str(records_path), "log": str(log_path),
@@ -225,6 +220,15 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
                      seconds=time.monotonic() - start, log=text, run_id=run_id, cases=list(cases),
                      stalled_s=spec.stall_s if ended == "stalled" else 0.0, quiet_s=round(quiet_s, 2),
                      sees_hidden=spec.sees_hidden)
+
+
+def cache_env(spec: JobSpec, cache: str) -> dict[str, str]:
+    """Where a worker's Triton cache is: the job's own, read over the shared one (grader/tritoncache.py), for a
+    sandboxed worker and for a trusted warm-up run alike (the warm-up's launchers are published to the shared
+    cache after it, its kernels never); a worker with no sandbox keeps the caller's."""
+    if spec.sandbox is None and not spec.warm:
+        return {}
+    return {"TRITON_CACHE_DIR": cache, "TRITON_CACHE_MANAGER": MANAGER}
 
 
 SAFE_PATH = ("-P",) if sys.version_info >= (3, 11) else ()

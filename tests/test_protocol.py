@@ -144,3 +144,29 @@ def test_trees_left_by_killed_runs_are_removed_at_the_next_start(tmp_path):
     removed = grading.remove_leftovers(tmp_path)
     assert removed == [tmp_path / f"grader-{dead}-abc123"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"grader-{os.getpid()}-def456", "grader-notmine"])
+
+
+def test_the_shared_triton_cache_gets_launchers_and_never_a_kernel(tmp_path, monkeypatch):
+    """A trusted warm-up run of the reference compiles into a cache of its own; only entries of compiled C modules
+    (Triton's launchers, its driver module) are copied to the cache every worker may read. Entries of an earlier
+    grader that hold a kernel are pruned."""
+    from grader import tritoncache
+    from grader.runner import JobSpec, cache_env
+
+    monkeypatch.setenv(tritoncache.SHARED_ENV, str(tmp_path / "shared"))
+    private = tmp_path / "private"
+    launcher, kernel, linked = private / "a", private / "b", private / "c"
+    for folder in (launcher, kernel, linked):
+        folder.mkdir(parents=True)
+    (launcher / "__triton_launcher.cpython-312-x86_64-linux-gnu.so").write_bytes(b"ELF")
+    for name in ("_quantize.json", "_quantize.ttir", "_quantize.cubin", "__grp___quantize.json"):
+        (kernel / name).write_text("the reference's kernel")
+    os.symlink(kernel / "_quantize.cubin", linked / "x.so")
+    assert tritoncache.publish_launchers(private) == 1
+    assert sorted(p.name for p in (tmp_path / "shared").iterdir()) == ["a"]
+    old = tmp_path / "shared" / "old-kernel"
+    old.mkdir()
+    (old / "k.cubin").write_text("x")
+    assert tritoncache.prune_shared() == 1 and sorted(p.name for p in (tmp_path / "shared").iterdir()) == ["a"]
+    spec = JobSpec(Path("s.py"), "f", [], "cuda", {}, 10.0, warm=True)
+    assert cache_env(spec, "/job/cache")["TRITON_CACHE_DIR"] == "/job/cache"
