@@ -185,9 +185,11 @@ def test_the_sandbox_rules_keep_the_project_out(tmp_path: Path, monkeypatch):
     for path in rules:
         assert path != root and not root.is_relative_to(path), f"{path} would expose the whole project"
         assert not temp.is_relative_to(path), f"{path} would expose the temp folder"
-        assert path == tmp_path.resolve() or not path.is_relative_to(temp), f"{path} is in the temp folder"
+        # inside the temp folder: only the worker's own folder, or the project's (a clone in /tmp, its .venv)
+        assert path == tmp_path.resolve() or not path.is_relative_to(temp) or path.is_relative_to(root), path
         if path.is_relative_to(root):
             assert path.relative_to(root).parts[0] not in sandbox.PROJECT_SECRETS, path
+    assert tmp_path.parent.resolve() not in rules  # on sys.path above, as the fork server's /tmp was
     assert rules[tmp_path.resolve()] & sandbox.FS_WRITE_FILE
     assert all(not (r & sandbox.FS_WRITE_FILE) for p, r in rules.items()
                if p not in (tmp_path.resolve(), Path("/proc/self").resolve()) and not str(p).startswith("/dev/"))
