@@ -13,9 +13,11 @@ Runs inside the worker (sandboxed); the judge reads the message from the launch 
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import inspect
 import os
+import re
 import sys
 
 from grader.interpreter import PRISTINE as _PRISTINE
@@ -209,4 +211,45 @@ def _message(exc: BaseException, jit, arch: int) -> str:
         where = f" (line {_def_line(jit.fn) + node.lineno - 1})"
     head = (f"this kernel runs in the interpreter but does not compile for a GPU (sm_{arch}){where}: "
             f"{type(exc).__name__}")
-    return f"{jit.fn.__name__}: {head}\n{text[-1200:]}"
+    hint = _hint(node, text)
+    return f"{jit.fn.__name__}: {head}" + (f": {hint}" if hint else "") + f"\n{text[-1200:]}"
+
+
+DTYPE_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64", "int32": "int32",
+               "int64": "int64", "uint32": "uint32", "uint64": "uint64"}
+
+
+def _hint(node, text: str) -> str:
+    """What the compiler's words leave a student to guess, said plainly: a construct Triton's compiler rejects,
+    or a libdevice function called on a dtype it has no version for (the compiler says only "(float16)")."""
+    if isinstance(node, ast.Lambda):
+        return ("a lambda inside a kernel does not compile for a GPU (the interpreter runs it): define the function "
+                "with @triton.jit outside the kernel, or write the expression inline")
+    last = text.splitlines()[-1].strip() if text else ""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and re.fullmatch(r"\(triton\.language\.\w+(, triton\.language\.\w+)*,?\)", last)):
+        return ""
+    takes = libdevice_types(node.func.attr)
+    if not takes:
+        return ""
+    got = ", ".join(part.rsplit(".", 1)[-1] for part in last.strip("(),").split(", "))
+    return (f"libdevice.{node.func.attr} has no version for {got}: it takes {' or '.join(takes)} (cast the "
+            "argument first, e.g. x.to(tl.float32))")
+
+
+def libdevice_types(name: str) -> list[str]:
+    """The argument dtypes a CUDA libdevice function has versions for, read from Triton's own table (its source
+    file: the interpreter's patched functions stand in for some of them in the worker)."""
+    try:
+        import triton.language.extra.cuda.libdevice as module
+
+        source = open(inspect.getsourcefile(module)).read()  # noqa: SIM115
+    except (ImportError, OSError, TypeError):
+        return []
+    body = re.search(rf"^def {re.escape(name)}\(.*?(?=^def |\Z)", source, re.S | re.M)
+    found = []
+    for key in re.findall(r"\(\s*(core\.dtype\(\"\w+\"\)(?:\s*,\s*core\.dtype\(\"\w+\"\))*)\s*,?\s*\)\s*:",
+                          body.group(0) if body else ""):
+        names = [DTYPE_NAMES.get(d, d) for d in re.findall(r'core\.dtype\("(\w+)"\)', key)]
+        found.append(names[0] if len(names) == 1 else "(" + ", ".join(names) + ")")
+    return list(dict.fromkeys(found))

@@ -48,9 +48,24 @@ def test_kernels_that_only_the_interpreter_runs_fail_on_the_cpu():
     assert lam.score == 0 and arange.score == 0 and solution.score == solution.max_score
     first = {t.name: t for t in lam.tests}["notebook"].message
     assert "does not compile for a GPU (sm_90) (line 13): " in first and "Lambda" in first
+    assert "a lambda inside a kernel does not compile for a GPU" in first and "@triton.jit" in first
     first = {t.name: t for t in arange.tests}["notebook"].message
     assert "does not compile for a GPU (sm_90) (line 14): " in first and "constexpr" in first
     assert all(r.score == r.max_score for r in off)
+
+
+def test_a_libdevice_function_on_a_dtype_it_lacks_is_named_with_the_dtypes_it_takes():
+    """Triton's compiler says only "(triton.language.float16)" when llrint gets an fp16 value."""
+    import ast
+
+    from grader.gpu_compile import _hint, libdevice_types
+
+    call = ast.parse("libdevice.llrint(x.to(tl.float16))").body[0].value
+    text = "at 16:8:\n    q = libdevice.llrint(x)\n        ^\n(triton.language.float16)"
+    assert _hint(call, text) == ("libdevice.llrint has no version for float16: it takes float32 or float64 (cast "
+                                 "the argument first, e.g. x.to(tl.float32))")
+    assert "(float32, int32)" in libdevice_types("pow")
+    assert _hint(call, "some other error") == "" and libdevice_types("no_such_function") == []
 
 
 P2 = ROOT / "tasks" / "puzzle02_constant_add_block"
