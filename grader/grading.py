@@ -174,8 +174,9 @@ def grader_failure(job: Job, device: str, exc: BaseException, runs: list[WorkerR
     if runs:
         staff["worker_exit"] = "; ".join(f"{r.run_id}: {r.describe_exit()}" for r in runs)
     return TaskResult(task=job.task.id, student=job.student, submission=str(job.submission), score=0.0,
-                      max_score=job.task.points_on(device), tests=tests, checks={}, environment=environment(device),
-                      submission_sha256=_sha256(job.submission), graded_at=_now(), staff=staff)
+                      max_score=job.task.points_on(device), tests=tests, checks={},
+                      environment=dict(environment(device)), submission_sha256=_sha256(job.submission),
+                      graded_at=_now(), staff=staff)
 
 
 def _sha256(path: Path) -> str:
