@@ -106,3 +106,14 @@ def test_triton_gemm_ceiling_computes_the_product_on_the_interpreter() -> None:
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert [line.split()[-1] for line in done.stdout.splitlines()] == ["True", "True"], done.stdout
+
+
+def test_tolerance_use_prints_how_much_of_each_tolerance_a_reference_uses() -> None:
+    """scripts/tolerance_use.py: the numbers behind task.yaml's tolerance comments (README, Tolerances)."""
+    done = subprocess.run([sys.executable, "scripts/tolerance_use.py", "--task", "puzzle08_long_softmax", "--task",
+                           "puzzle12_quant_dot"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("puzzle")]
+    assert [r.split()[0] for r in rows] == ["puzzle08_long_softmax", "puzzle12_quant_dot"], done.stdout
+    used = [float(r.rsplit("tolerance used ", 1)[1]) for r in rows]
+    assert all(0 <= u < 0.1 for u in used), rows  # a correct kernel uses a small fraction of it
