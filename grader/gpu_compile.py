@@ -123,6 +123,12 @@ class CompileCheck:
                     swaps.append((space, name, self._jit_of(value.fn)))
                 elif space is fn.__globals__ and id(value) in patched:
                     swaps.append((space, name, patched[id(value)]))
+                elif (wrapped := _member_wrapper_target(value)) is not None:
+                    # tl.tensor's methods (x.sum(1), x.max(1), ...) are wrappers around tl.standard's jit
+                    # functions, made when triton.language was imported: under the interpreter they call an
+                    # InterpretedFunction, which the code generator would run as plain Python. The compiler
+                    # sees the method as Triton does outside the interpreter: the JITFunction itself.
+                    swaps.append((space, name, self._jit_of(wrapped.fn)))
         interpret = os.environ.get("TRITON_INTERPRET")
         try:
             with swapped(swaps):
@@ -168,6 +174,15 @@ class CompileCheck:
                 self._note(f"gpu compile check skipped for sm_{arch}: {type(exc).__name__}: {exc}")
                 return None
         return None
+
+
+def _member_wrapper_target(value):
+    """The InterpretedFunction a tl.tensor method wrapper (triton.language.core._tensor_member_fn) calls, or None."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    cells = getattr(value, "__closure__", None) if callable(value) else None
+    found = [c.cell_contents for c in cells or () if isinstance(getattr(c, "cell_contents", None), InterpretedFunction)]
+    return found[0] if len(found) == 1 and getattr(value, "__name__", "") == "wrapper" else None
 
 
 def _front_end(src, target, options: dict) -> None:
