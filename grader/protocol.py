@@ -219,8 +219,9 @@ HEADER = struct.Struct("<4sBxxxqQ")
 """magic, kind, (3 pad bytes), key, payload length."""
 JSON_LIMIT = 8 << 20
 """The largest JSON frame read (the load report is well under 1 MB)."""
-TENSOR_LIMIT = 8 << 30
-"""The largest tensor frame read (a CUDA-sized case's runs are a few hundred MB)."""
+TENSOR_LIMIT = 2 << 30
+"""The largest tensor frame read into memory: the sandbox's file-size limit (2 GiB) bounds a stream anyway, and a
+CUDA-sized case's runs are a few hundred MB. A header that claims more makes the stream garbled there."""
 RECORDS_FD_ENV = "GRADER_RECORDS_FD"
 
 

@@ -2,10 +2,11 @@ import os
 
 import pytest
 import torch
+from conftest import write_stream
 
 from grader import judge
 from grader.config import OutputSpec
-from grader.protocol import HEADER, MAGIC, Kind, RecordWriter
+from grader.protocol import HEADER, MAGIC, Kind
 from grader.runner import WorkerRun
 
 ROUNDED = OutputSpec(name="q", dtype="int8", compare="rounded", window=1e-3)
@@ -46,27 +47,11 @@ def test_close_and_exact_rules():
     assert judge.compare_values(exact, torch.tensor(1.5).half(), torch.tensor(1.25).half()) is not None
 
 
-def _stream(path, *frames):
-    """A record stream as a worker writes it: frames of (kind, key, value), JSON or tensors by kind; raw bytes
-    are appended as they are (a garbled tail)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    writer = RecordWriter(fd)
-    for frame in frames:
-        if isinstance(frame, bytes):
-            os.write(fd, frame)
-        elif frame[0] in (Kind.LOAD, Kind.STATUS):
-            writer.json(frame[0], frame[2], key=frame[1])
-        else:
-            writer.tensors(frame[0], frame[1], frame[2])
-    os.close(fd)
-    return path
-
-
 LOADED = (Kind.LOAD, 0, {"ok": True, "kernels": {}})
 
 
 def _results(tmp_path, *frames, crashed=None):
-    run = WorkerRun(records=_stream(tmp_path / "records-0-0.bin", *frames), returncode=-9, timed_out=False,
+    run = WorkerRun(records=write_stream(tmp_path / "records-0-0.bin", *frames), returncode=-9, timed_out=False,
                     seconds=1.0, log="", run_id="0-0", cases=[0, 1, 2], crashed=crashed or {})
     return judge.WorkerResults.read([run], case_ids=["c0", "c1", "c2"])
 
@@ -125,7 +110,7 @@ def test_a_stream_that_breaks_keeps_what_came_before(tmp_path):
 
 def test_the_judge_follows_no_link(tmp_path):
     """A record stream that is a link (to anything) is not read: no path the worker could plant is followed."""
-    target = _stream(tmp_path / "elsewhere.bin", LOADED)
+    target = write_stream(tmp_path / "elsewhere.bin", LOADED)
     os.symlink(target, tmp_path / "records-0-0.bin")
     run = WorkerRun(records=tmp_path / "records-0-0.bin", returncode=0, timed_out=False, seconds=1.0, log="")
     res = judge.WorkerResults.read([run])
@@ -150,10 +135,10 @@ def test_a_restarted_worker_leaves_the_crash_on_its_case(tmp_path):
 
 def test_the_load_report_comes_from_a_shard_that_saw_no_hidden_input(tmp_path):
     """Two shards: the hidden one's LOAD report says something else; the public one's is used."""
-    hidden = WorkerRun(records=_stream(tmp_path / "h.bin", (Kind.LOAD, 0, {"ok": False, "kernels": {},
+    hidden = WorkerRun(records=write_stream(tmp_path / "h.bin", (Kind.LOAD, 0, {"ok": False, "kernels": {},
                                                                           "error": "LEAK 1 2 3"})),
                        returncode=0, timed_out=False, seconds=1.0, log="", run_id="0-0", cases=[1], sees_hidden=True)
-    public = WorkerRun(records=_stream(tmp_path / "p.bin", LOADED), returncode=0, timed_out=False, seconds=1.0,
+    public = WorkerRun(records=write_stream(tmp_path / "p.bin", LOADED), returncode=0, timed_out=False, seconds=1.0,
                        log="", run_id="1-0", cases=[0])
     assert judge.WorkerResults.read([hidden, public]).load == {"ok": True, "kernels": {}}
 

@@ -2,15 +2,15 @@
 the ratio in the message, correctness first), and end to end on the CPU interpreter."""
 
 import dataclasses
-import os
 
 import pytest
 import torch
+from conftest import write_stream
 
 from grader import judge, speed
 from grader.config import ROOT, ConfigError, PerfTest, load_config, load_task
 from grader.grading import Job, grade_jobs
-from grader.protocol import Kind, RecordWriter
+from grader.protocol import Kind
 from grader.runner import WorkerRun
 from grader.selftest import expectation
 
@@ -76,30 +76,16 @@ STAFF = {"test": "speed", "error": None, "submission": [1e-3] * 5, "baseline": [
 """The staff's run: the reference and the baseline both at 1 ms."""
 
 
-def _stream(path, *frames):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    writer = RecordWriter(fd)
-    for kind, key, value in frames:
-        if kind == Kind.LOAD:
-            writer.json(kind, value)
-        elif isinstance(value, bytes):
-            writer._frame(kind, key, value)
-        else:
-            writer.tensors(kind, key, value)
-    os.close(fd)
-    return path
-
-
 def _results(tmp_path, record=None, staff=STAFF):
     frames = [(Kind.LOAD, 0, {"ok": True, "kernels": {}})]
     if record is not None:
         frames.append((Kind.PERF, 0, record))
     staff_path = None
     if staff is not None:
-        staff_path = _stream(tmp_path / "staff.bin", (Kind.PERF, 0, {
+        staff_path = write_stream(tmp_path / "staff.bin", (Kind.PERF, 0, {
             "clock": record.get("clock", "wall") if isinstance(record, dict) else "wall", **staff}))
-    run = WorkerRun(records=_stream(tmp_path / "records.bin", *frames), returncode=-9, timed_out=False, seconds=1.0,
-                    log="", run_id="0-0", cases=[])
+    run = WorkerRun(records=write_stream(tmp_path / "records.bin", *frames), returncode=-9, timed_out=False,
+                    seconds=1.0, log="", run_id="0-0", cases=[])
     return judge.WorkerResults.read([run], staff_path)
 
 
