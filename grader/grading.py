@@ -16,6 +16,7 @@ import functools
 import hashlib
 import importlib
 import io
+import itertools
 import json
 import multiprocessing
 import os
@@ -27,7 +28,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -36,9 +37,10 @@ import torch
 
 from grader import judge, speed, static, tritoncache
 from grader.config import AUTOTUNE_TEST, GATES, ROOT, CourseConfig, TaskSpec
-from grader.protocol import GradingTree, JobFolders, PerfItem
+from grader.protocol import GradingTree, JobFolders, PerfItem, worker_stages
 from grader.results import TaskResult, TestResult
 from grader.runner import ForkServer, JobSpec, WorkerRun, run_shard, worker_env
+from grader.schedule import Scheduler
 from grader.status import Outcome
 
 SUITE = Path(__file__).with_name("suite.py")
@@ -139,6 +141,7 @@ def judge_job(job: Job, folders: JobFolders, ctx: GradingContext, runs: list[Wor
     except Exception as exc:  # noqa: BLE001 - one job's failure stays that job's
         return grader_failure(job, ctx.device, exc, runs)
     result.staff["judge_seconds"] = round(time.perf_counter() - start, 2)
+    result.staff.setdefault("stages", {})["judge"] = round(time.perf_counter() - start, 4)
     return result
 
 
@@ -177,6 +180,13 @@ def grader_failure(job: Job, device: str, exc: BaseException, runs: list[WorkerR
                       max_score=job.task.points_on(device), tests=tests, checks={},
                       environment=dict(environment(device)), submission_sha256=_sha256(job.submission),
                       graded_at=_now(), staff=staff)
+
+
+def reused(result: TaskResult, job: Job, first: Job) -> TaskResult:
+    """`result`, graded for `first`, as the result of `job`, which sent the same file for the same task."""
+    return replace(result, student=job.student, submission=str(job.submission),
+                   staff={**result.staff, "reuses": f"the run of {first.student}/{first.submission.name} "
+                                                    "(the same file for the same task, graded once)"})
 
 
 def _sha256(path: Path) -> str:
@@ -394,6 +404,13 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
                       "worker_seconds": round(max(r.seconds for r in runs), 2),
                       "worker_quiet_s": max(r.quiet_s for r in runs),
                       "workers": len(runs)})
+        stages: dict[str, float] = {"judge": 0.0}
+        for r in runs:  # where the workers' time went (the worker's word: statistics for the class benchmark)
+            kind = "timing_worker" if r.perf else "case_worker"
+            stages[f"{kind}_wall"] = round(stages.get(f"{kind}_wall", 0.0) + r.seconds, 4)
+            for name, value in worker_stages(r.status()).items():
+                stages[name] = round(stages.get(name, 0.0) + value, 4)
+        staff["stages"] = stages
     pictures = {job.task.cases[i].id: v.picture for i, v in ctx._verdicts.items() if v.picture}
     return TaskResult(
         pictures=pictures,
@@ -530,20 +547,41 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         prepared = Prepared(device, tree, save_answers=bool(judges), audit=cfg.bounds)
         contexts: list[tuple[Job, JobFolders, GradingContext]] = []
         results: dict[int, TaskResult] = {}
+        # Identical files for one task are graded once: every later copy gets the first one's result under its
+        # own name (`reused`), and its staff JSON says whose run it was.
+        first_of: dict[tuple[str, str], int] = {}
+        copies: dict[int, list[int]] = {}
+        static_s: dict[int, float] = {}
+        oracle_s: dict[str, float] = {}
         for n, job in enumerate(jobs):
             folders = tree.job(f"job-{n:04d}")
             try:
-                report = static.check_source(job.submission.read_text(errors="replace"), job.task,
+                source = job.submission.read_bytes()
+                same = first_of.setdefault((hashlib.sha256(source).hexdigest(), job.task.id), n)
+                if same != n:
+                    copies.setdefault(same, []).append(n)
+                    contexts.append((job, folders, GradingContext(job.task, device, static.StaticReport(), [],
+                                                                  None, backend)))
+                    continue
+                t_static = time.perf_counter()
+                report = static.check_source(source.decode(errors="replace"), job.task,
                                              cfg.always_allowed_imports, job.submission.name)
+                static_s[n] = time.perf_counter() - t_static
                 if not static_checks:
                     report.imports = []
+                t_oracle = time.perf_counter()
                 cases = prepared.cases(job.task)
+                oracle_s[job.task.id] = oracle_s.get(job.task.id, 0.0) + time.perf_counter() - t_oracle
             except Exception as exc:  # noqa: BLE001 - this job's failure, not the class's
                 results[n] = grader_failure(job, device, exc)
                 report, cases = static.StaticReport(), []
             contexts.append((job, folders, GradingContext(job.task, device, report, cases, None, backend)))
+        later = {d for ds in copies.values() for d in ds}
+        per_task = {t: sum(1 for n, (j, _, _) in enumerate(contexts) if j.task.id == t and n not in later)
+                    for t in {j.task.id for j, _, _ in contexts}}
 
-        runnable = [n for n, (_, _, ctx) in enumerate(contexts) if ctx.static.ok and n not in results]
+        runnable = [n for n, (_, _, ctx) in enumerate(contexts) if ctx.static.ok and n not in results
+                    and n not in later]
         specialize = {n: cfg.specialize if job.task.specialize is None else job.task.specialize
                       for n, (job, _, _) in enumerate(contexts)}
         visibility = {n: [c.visibility for c in contexts[n][0].task.cases] for n in runnable}
@@ -563,6 +601,10 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
 
         def done(n: int, result: TaskResult) -> None:
             job, folders, _ = contexts[n]
+            if n not in later:  # what the trusted side spent on this file before any worker (staff only)
+                stages = result.staff.setdefault("stages", {})
+                stages["static"] = round(static_s.get(n, 0.0), 4)
+                stages["oracle"] = round(oracle_s.get(job.task.id, 0.0) / max(1, per_task.get(job.task.id, 1)), 4)
             results[n] = result
             progress.step(f"{job.student}/{job.task.id}")
             if on_result:
@@ -570,6 +612,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             if keep is not None:  # the trusted files: job descriptions, record streams, logs, the suite's report
                 shutil.copytree(folders.trusted, keep / folders.trusted.name, symlinks=True, dirs_exist_ok=True)
             shutil.rmtree(folders.scratch, ignore_errors=True)
+            for d in copies.pop(n, []):
+                done(d, reused(result, contexts[d][0], job))
 
         def finish(n: int) -> None:
             job, folders, ctx = contexts[n]
@@ -596,79 +640,112 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         gpus = visible_gpus() if device == "cuda" else []
         progress = Progress(len(contexts))
         for n in sorted(results):  # refused before anything ran
-            progress.step(f"{contexts[n][0].student}/{contexts[n][0].task.id}")
-            if on_result:
-                on_result(results[n])
-        timing: list[tuple[int, JobSpec]] = []
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {}
+            done(n, results[n])
+        # grader/schedule.py: one pool runs the staff's timing runs, the case shards and the timing workers, by
+        # priority; a job is judged as soon as its last item is done.
+        pool = Scheduler(workers, {"timing": max(1, workers // 3)})
+        gpu_turn = itertools.count()
+
+        def on_gpu() -> dict:
+            """The next GPU of the round, and its gate (every CUDA worker uses the GPU through it)."""
+            if device != "cuda":
+                return {}
+            gpu = gpus[next(gpu_turn) % len(gpus)] if len(gpus) > 1 else None
+            return {"gpu": gpu, "gate": tree.gate(gpu)}
+
+        staff_runs: dict[str, tuple[Path | None, Path | None]] = {}
+        try:
             if device == "cuda" and cfg.sandbox.enabled:
                 warm_shared_cache([contexts[n][0].task for n in runnable], device, cfg, prepared, tree, pool)
-            # The heaviest shards start first, so none is left to start late on its own (longest job first).
-            order = sorted(((n, k, indices) for n in runnable for k, indices in enumerate(plan[n])),
-                           key=lambda s: -shard_cost(contexts[s[0]][2].cases, s[2], specialize[s[0]]))
-            for n, k, indices in order:
+            for n in runnable:
                 job, folders, _ = contexts[n]
                 timeout_s = job.task.timeout_s.get(device) or cfg.timeout_s[device]
                 stall_s = cfg.stall_s.get(device, 0.0)
                 if device == "cuda" and cfg.bounds:  # the address check interprets the CPU's cases as well
                     timeout_s += job.task.timeout_s.get("cpu") or cfg.timeout_s["cpu"]
                     stall_s = max(stall_s, cfg.stall_s.get("cpu", 0.0))
-                spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
-                               prepared.case_paths(job.task), timeout_s, benchmark_autotune,
-                               gpu=gpus[len(futures) % len(gpus)] if len(gpus) > 1 else None,
-                               fork_server=cfg.fork_server, specialize=specialize[n],
-                               launch=launch_job(job.task), stall_s=stall_s,
-                               sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile,
-                               bounds=cfg.bounds,
-                               sees_hidden=any(job.task.cases[i].visibility != "public" for i in indices))
-                futures[pool.submit(shard_runner, folders, k, spec, indices)] = n
-                pending[n] += 1
-                if k:
-                    continue
+                base_spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
+                                    prepared.case_paths(job.task), timeout_s, benchmark_autotune,
+                                    fork_server=cfg.fork_server, specialize=specialize[n],
+                                    launch=launch_job(job.task), stall_s=stall_s,
+                                    sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile, bounds=cfg.bounds)
+                public = [("shard", n, k) for k, indices in enumerate(plan[n])
+                          if all(job.task.cases[i].visibility == "public" for i in indices)]
+                for k, indices in enumerate(plan[n]):
+                    hidden = any(job.task.cases[i].visibility != "public" for i in indices)
+                    spec = replace(base_spec, sees_hidden=hidden, **on_gpu())
+                    cost = shard_cost(contexts[n][2].cases, indices, specialize[n])
+                    # The heaviest shards first (longest job first); a hidden shard after its job's public ones,
+                    # ahead of new jobs' shards (its job is nearly done), or early on an idle thread.
+                    pool.add(("shard", n, k), functools.partial(shard_runner, folders, k, spec, indices),
+                             priority=(1 if hidden else 2, -cost, n), after=public if hidden else (), early=True)
+                    pending[n] += 1
                 perf = [PerfItem(index=i, test=p.id, case=job.task.case_index(p.case),
                                  baseline=_portable(job.task.folder / p.baseline), warmup=p.warmup, reps=p.reps,
                                  clock=p.clock) for i, p in enumerate(job.task.perf) if device in p.devices]
-                if perf:  # one timing worker per job, after every case (see below), compiling as Triton does
-                    timing.append((n, replace(spec, gpu=None, perf=perf, specialize=True, sees_hidden=True)))
-                    pending[n] += 1
+                if not perf:
+                    continue
+                # One timing worker per job, compiling as Triton does (its specializations on), beside the case
+                # workers: only its timed calls hold the GPU alone (GpuGate). Each task's reference is timed
+                # first, the same way, by the staff's run (grader/speed.py: what it proves), whose Inductor
+                # cache each timing worker starts from.
+                task = job.task
+                if task.id not in staff_runs:
+                    staff_runs[task.id] = (None, None)
+                    staff_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **on_gpu())
+                    pool.add(("staff", task.id),
+                             functools.partial(_staff_timing_into, staff_runs, task, staff_spec, tree, shard_runner),
+                             priority=(0, 0, n), kind="timing")
+                timing_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **on_gpu())
+                pool.add(("timing", n), functools.partial(_timed_run, staff_runs, task.id, shard_runner, folders,
+                                                          len(plan[n]), timing_spec),
+                         priority=(1, 0, n), kind="timing", after=[("staff", task.id)])
+                pending[n] += 1
             for n in range(len(contexts)):  # the oracle works (once per task) while the workers run
-                if n in results:
+                if n in results or n in later:
                     continue
                 try:
+                    t_oracle = time.perf_counter()
                     prepared.answer(contexts[n][0].task)
+                    oracle_s[contexts[n][0].task.id] = oracle_s.get(contexts[n][0].task.id, 0.0) \
+                        + time.perf_counter() - t_oracle
                 except Exception as exc:  # noqa: BLE001 - a staff error: that task's jobs fail, with the reason
                     results.setdefault(n, grader_failure(contexts[n][0], device, exc))
             for n in range(len(contexts)):
-                if not pending[n] and n not in results:
+                if not pending[n] and n not in results and n not in later:
                     finish(n)
-            for future in as_completed(futures):
-                n = futures[future]
-                runs[n] += future.result()  # run_shard never raises
+            for key, result in pool.results():
+                if key[0] not in ("shard", "timing"):
+                    continue  # a warm-up or the staff's timing run: its job waits for it through the pool
+                n = key[1]
+                if isinstance(result, BaseException):  # run_shard never raises; a scheduling error might
+                    result = [WorkerRun(records=None, returncode=None, timed_out=False, seconds=0.0, log="",
+                                        run_id=f"{key[0]}-{n}", problem=f"{type(result).__name__}: {result}")]
+                if key[0] == "timing":
+                    staff_records[n] = staff_runs[contexts[n][0].task.id][0]
+                runs[n] += result
                 pending[n] -= 1
                 if not pending[n] and n not in results:
                     finish(n)
                 drain(block=False)
-        # Speed tests run last, one worker at a time, with nothing else on the device: a timing taken beside
-        # other workers' kernels would measure them too. Each task's reference is timed first, the same way, in a
-        # worker of its own (grader/speed.py: what it proves); its record joins each job's after that job's run.
-        staff_runs: dict[str, tuple[Path | None, Path | None]] = {}
-        for n, spec in timing:
-            task, folders = contexts[n][0].task, contexts[n][1]
-            if task.id not in staff_runs:
-                staff_runs[task.id] = staff_timing(task, spec, tree, shard_runner)
-            staff_records[n], inductor = staff_runs[task.id]
-            runs[n] += shard_runner(folders, len(plan[n]), replace(spec, inductor_from=inductor), [])
-            pending[n] -= 1
-            if not pending[n] and n not in results:
-                finish(n)
-            drain(block=False)
+        finally:
+            pool.close()
         drain(block=True)
         if judge_pool is not None:
             judge_pool.shutdown()
         return [results[n] for n in range(len(contexts))]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _staff_timing_into(into: dict, task: TaskSpec, spec: JobSpec, tree: GradingTree, shard_runner) -> None:
+    into[task.id] = staff_timing(task, spec, tree, shard_runner)
+
+
+def _timed_run(staff_runs: dict, task_id: str, shard_runner, folders: JobFolders, shard: int,
+               spec: JobSpec) -> list[WorkerRun]:
+    """A job's timing worker, started from the staff run's Inductor cache."""
+    return shard_runner(folders, shard, replace(spec, inductor_from=staff_runs[task_id][1]), [])
 
 
 def staff_timing(task: TaskSpec, spec: JobSpec, tree: GradingTree,
@@ -689,7 +766,7 @@ def staff_timing(task: TaskSpec, spec: JobSpec, tree: GradingTree,
 
 
 def warm_shared_cache(tasks: list[TaskSpec], device: str, cfg: CourseConfig, prepared: Prepared, tree: GradingTree,
-                      pool: ThreadPoolExecutor) -> None:
+                      pool: Scheduler) -> None:
     """Start a warm-up run of each task's staff solution (trusted: not sandboxed), one config on one case per
     specialization, compiling into a cache of its own. What it builds that only depends on a kernel's signature,
     Triton's C launchers (a C compiler run of about a second each), is then copied into the grader's shared Triton
@@ -710,7 +787,8 @@ def warm_shared_cache(tasks: list[TaskSpec], device: str, cfg: CourseConfig, pre
         spec = JobSpec(solution, task.entry, list(task.kernels), device, prepared.case_paths(task),
                        task.timeout_s.get(device) or cfg.timeout_s[device], fork_server=cfg.fork_server,
                        specialize=specialize, launch=launch_job(task), warm=True, bounds=False)
-        pool.submit(_warm_and_publish, tree.job(f"warm-{task.id}"), spec, sorted(first.values()))
+        pool.add(("warm", task.id), functools.partial(_warm_and_publish, tree.job(f"warm-{task.id}"), spec,
+                                                      sorted(first.values())), priority=(0, -1))
 
 
 def _warm_and_publish(folders: JobFolders, spec: JobSpec, cases: list[int]) -> None:

@@ -9,6 +9,7 @@ A grading run's tree (made by `GradingTree`, one per `grade_jobs` call):
       trusted/              mode 0700: what no worker may write (Landlock gives no worker any right in it)
         cases/<task>/case-<i>.pt      one case's inputs, as the judge made them (and the address check's inputs)
         answers/<task>.pt             the oracle's answers, for judge processes
+        gates/gpu-<n>.turnstile, .room   one GPU's gate (`GpuGate`): who may use the GPU while a speed test times
         jobs/job-<n>/                 per job: each worker run's job-<run>.json, records-<run>.bin and
                                       worker-<run>.log, and the suite's pytest.ini and report.json
       scratch/              mode 0711
@@ -30,12 +31,16 @@ fails that job's tests with a message, never anything else.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import io
 import json
 import os
 import stat
 import struct
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
@@ -96,6 +101,16 @@ class GradingTree:
 
     def answers_file(self, task_id: str) -> Path:
         return self.trusted / "answers" / f"{task_id}.pt"
+
+    def gate(self, gpu: int | None) -> str:
+        """The gate of one GPU (None: the only one), made here on first use: its files' common stem, as a worker
+        job names it (`GpuGate.open`)."""
+        stem = self.trusted / "gates" / f"gpu-{'any' if gpu is None else gpu}"
+        stem.parent.mkdir(mode=TRUSTED_MODE, exist_ok=True)
+        for suffix in GpuGate.SUFFIXES:
+            with contextlib.suppress(FileExistsError):
+                os.close(create_trusted(stem.with_suffix(suffix)))
+        return str(stem)
 
     def job(self, name: str) -> JobFolders:
         """The folders of a job (`name`: job-0003, staff-timing-<task>, warm-<task>), made here."""
@@ -163,6 +178,8 @@ class WorkerJob:
     gpu_compile: bool = True
     bounds: bool = True
     warm: bool = False
+    gate: str = ""
+    """The GPU gate's stem (`GradingTree.gate`), or "" for none: CUDA workers use the GPU through it."""
 
     def to_json(self) -> str:
         data = dataclasses.asdict(self)
@@ -330,3 +347,138 @@ def create_trusted(path: Path) -> int:
     """Create a file of the trusted tree for appending: it must not exist (no link, nothing planted)."""
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND
                    | getattr(os, "O_CLOEXEC", 0), 0o600)
+
+
+# ------------------------------------------------------------------------------------------------ the GPU gate
+
+
+class GpuGate:
+    """Who may use one GPU when: any number of case workers at once, or one speed test's timed calls alone.
+
+    Speed tests used to run after every case of the class, one timing worker at a time, so that no other kernel
+    shared the GPU with a timed call: 10-16 s a file of start-up and compiling for 0.1-0.5 s that needs the GPU
+    alone. With the gate, timing workers start, compile and warm up beside the case workers, and only the timed
+    calls hold the GPU to themselves.
+
+    Two flock(2) locks on files of the trusted tree, opened by the worker before its sandbox (flock needs no
+    right on the file but an open descriptor): the *room*, which workers that use the GPU hold shared and a
+    timer holds exclusive, and the *turnstile*, which a timer holds while it waits for the room to empty, so
+    that no new sharer enters meanwhile (flock alone would let a stream of sharers keep a timer out for ever).
+    A sharer passes the turnstile on its way in and does not keep it.
+
+    Waits are bounded, so that no worker's misbehaviour can stop another's grading: a sharer that cannot enter
+    within `SHARED_WAIT_S` goes on without the gate (a timer then measures a busier GPU, and says so in its
+    record), a timer that cannot have the room within `EXCLUSIVE_WAIT_S` times anyway and says that too. While
+    it waits, a worker calls `heartbeat` about once a second: waiting is progress for the runner's stall clock.
+    """
+
+    SUFFIXES = (".turnstile", ".room")
+    SHARED_WAIT_S = 20.0
+    EXCLUSIVE_WAIT_S = 60.0
+    POLL_S = 0.002
+
+    def __init__(self, turnstile: int, room: int, heartbeat: Callable[[], None] | None = None) -> None:
+        self.turnstile, self.room = turnstile, room
+        self.heartbeat = heartbeat or (lambda: None)
+        self.held = ""
+        """"shared", "exclusive" or "" (the room as this process holds it)."""
+        self.waited_s = 0.0
+        """Seconds this process spent waiting at the gate, in all."""
+        self.bypassed = 0
+        """How many times a wait ran out and the work went on without the gate."""
+
+    @classmethod
+    def open(cls, stem: str, heartbeat: Callable[[], None] | None = None) -> GpuGate:
+        """The gate whose files `GradingTree.gate` made (before the sandbox: afterwards they are out of reach)."""
+        fds = [open_trusted(Path(stem + suffix)) for suffix in cls.SUFFIXES]
+        return cls(*fds, heartbeat=heartbeat)
+
+    def _take(self, fd: int, how: int, limit_s: float) -> bool:
+        start = last = time.monotonic()
+        while True:
+            try:
+                fcntl.flock(fd, how | fcntl.LOCK_NB)
+                self.waited_s += time.monotonic() - start
+                return True
+            except BlockingIOError:
+                pass
+            now = time.monotonic()
+            if now - start > limit_s:
+                self.waited_s += now - start
+                self.bypassed += 1
+                return False
+            if now - last > 1.0:
+                self.heartbeat()
+                last = now
+            time.sleep(self.POLL_S)
+
+    def enter_shared(self) -> None:
+        if self.held:
+            return
+        start = time.monotonic()
+        if self._take(self.turnstile, fcntl.LOCK_EX, self.SHARED_WAIT_S):
+            fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+            left = self.SHARED_WAIT_S - (time.monotonic() - start)
+            if self._take(self.room, fcntl.LOCK_SH, max(left, 0.0)):
+                self.held = "shared"
+
+    def leave(self) -> None:
+        if self.held:
+            fcntl.flock(self.room, fcntl.LOCK_UN)
+            self.held = ""
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        """Use the GPU beside other sharers (a case worker's call, a timing worker's warm-up)."""
+        outer = self.held
+        self.enter_shared()
+        try:
+            yield
+        finally:
+            if not outer:
+                self.leave()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[bool]:
+        """Have the GPU alone (a speed test's timed calls); yields whether it does (False: a wait ran out)."""
+        self.leave()
+        alone = False
+        if self._take(self.turnstile, fcntl.LOCK_EX, self.EXCLUSIVE_WAIT_S):
+            try:
+                alone = self._take(self.room, fcntl.LOCK_EX, self.EXCLUSIVE_WAIT_S)
+                if alone:
+                    self.held = "exclusive"
+                yield alone
+            finally:
+                self.leave()
+                fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+        else:
+            yield alone
+
+    def paused(self, work: Callable[[], Any], sync: Callable[[], None]) -> Any:
+        """`work()` with a shared hold let go meanwhile (a compilation, an interpreted kernel: CPU work that may
+        take seconds, during which a timer should not wait): `sync` first waits for the GPU work queued so far."""
+        if self.held != "shared":
+            return work()
+        sync()
+        self.leave()
+        try:
+            return work()
+        finally:
+            self.enter_shared()
+
+
+STAGES = ("load", "import", "compile", "cases", "address", "records", "timing", "gate_wait", "gate_bypassed")
+"""What a worker's last STATUS frame may count in its `stages` (seconds; `gate_bypassed` a count): where the
+worker's time went, for the class benchmark."""
+
+
+def worker_stages(status: dict) -> dict[str, float]:
+    """The `stages` of a worker's last STATUS frame, keeping only known names with plausible numbers (the
+    worker's word: staff statistics, never a verdict)."""
+    raw = status.get("stages") if isinstance(status, dict) else None
+    if not isinstance(raw, dict):
+        return {}
+    return {name: float(raw[name]) for name in STAGES
+            if isinstance(raw.get(name), (int, float)) and not isinstance(raw.get(name), bool)
+            and 0 <= raw[name] < 1e6}

@@ -34,6 +34,8 @@ def _remote_shard(payload: dict, *case_bytes: bytes) -> dict:
             inputs[index].write_bytes(data)
         perf = [PerfItem(**p) for p in payload["spec"].pop("perf")]
         spec = JobSpec(**{**payload["spec"], "submission": submission, "inputs": inputs, "perf": perf, "gpu": None})
+        if spec.device == "cuda":  # the node's GPU gate, shared by every Ray task on this node's GPU
+            spec = replace(spec, gate=GradingTree(node_gates()).gate(None))
         runs = run_shard(tree.job("job"), payload["shard"], spec, payload["cases"])
         out = []
         for run in runs:
@@ -43,6 +45,20 @@ def _remote_shard(payload: dict, *case_bytes: bytes) -> dict:
         return {"runs": out}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+GPU_SHARE = 1 / 32
+"""What one Ray task asks of a GPU: case workers share it (each CPU core runs one), and the node's GPU gate keeps
+timed calls alone (grader/protocol.py GpuGate). Asking a whole GPU, as before, ran one shard at a time on a
+one-GPU node."""
+
+
+def node_gates() -> Path:
+    """A folder of this node's, the same for every Ray task on it, for the GPU gate: a grading tree whose trusted
+    half holds only the gate (no worker can write it)."""
+    path = Path(tempfile.gettempdir()) / f"grader-node-{os.getuid()}"
+    path.mkdir(mode=0o711, exist_ok=True)
+    return path
 
 
 class RayShards:
@@ -58,7 +74,7 @@ class RayShards:
                                                        "excludes": [".venv", "results", ".git", "submissions"]})
             else:
                 ray.init(include_dashboard=False, log_to_driver=False)
-        self.remote = ray.remote(num_cpus=1, num_gpus=1 if device == "cuda" else 0)(_remote_shard)
+        self.remote = ray.remote(num_cpus=1, num_gpus=GPU_SHARE if device == "cuda" else 0)(_remote_shard)
         self._inputs: dict[Path, object] = {}
 
     def __call__(self, folders: JobFolders, shard: int, spec: JobSpec, cases: list[int]) -> list[WorkerRun]:
@@ -66,7 +82,7 @@ class RayShards:
         for index in needed:  # one copy of each case's inputs in the object store
             if spec.inputs[index] not in self._inputs:
                 self._inputs[spec.inputs[index]] = self.ray.put(spec.inputs[index].read_bytes())
-        fields = asdict(replace(spec, gpu=None, inductor_from=None))
+        fields = asdict(replace(spec, gpu=None, inductor_from=None, gate=""))
         payload = {
             "name": spec.submission.name, "submission": spec.submission.read_bytes(),
             "shard": shard, "cases": cases, "inputs": needed,

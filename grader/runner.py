@@ -38,6 +38,8 @@ class WorkerRun:
     cases: list[int] = field(default_factory=list)
     crashed: dict[int, str] = field(default_factory=dict)
     """Case index -> how the worker died while running it (the runner's word: the worker wrote no record)."""
+    perf: bool = False
+    """A timing worker's run (speed tests, no cases)."""
     sees_hidden: bool = False
     """Whether the run held the inputs of a case that is not public (its LOAD report is used for messages only
     when no run of the job held none)."""
@@ -110,6 +112,8 @@ class JobSpec:
     inductor_from: Path | None = None
     """A staff timing run's Inductor cache, copied into the run folder before the worker starts (a quicker start
     for the torch.compile'd baseline)."""
+    gate: str = ""
+    """The GPU's gate (grader/protocol.py GpuGate; GradingTree.gate), on CUDA: "" for none."""
 
 
 ENV_KEPT = ("PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "CC", "CXX")
@@ -181,7 +185,7 @@ def worker_job(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
         cache=str(folders.cache), perf=list(spec.perf),
         sandbox={**spec.sandbox, "timeout_s": spec.timeout_s} if spec.sandbox is not None else None,
         benchmark_autotune=spec.benchmark_autotune, specialize=spec.specialize, launch=spec.launch,
-        gpu_compile=spec.gpu_compile, bounds=spec.bounds, warm=spec.warm)
+        gpu_compile=spec.gpu_compile, bounds=spec.bounds, warm=spec.warm, gate=spec.gate)
 
 
 def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]) -> WorkerRun:
@@ -219,7 +223,7 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
     return WorkerRun(records=records_path, returncode=None if timed_out else proc.returncode, timed_out=timed_out,
                      seconds=time.monotonic() - start, log=text, run_id=run_id, cases=list(cases),
                      stalled_s=spec.stall_s if ended == "stalled" else 0.0, quiet_s=round(quiet_s, 2),
-                     sees_hidden=spec.sees_hidden)
+                     sees_hidden=spec.sees_hidden, perf=bool(spec.perf))
 
 
 def cache_env(spec: JobSpec, cache: str) -> dict[str, str]:

@@ -123,6 +123,8 @@ def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, res
             f"interleaved runs): speedup {ratio:.2f}x (half of the side-by-side pairs between {low:.2f}x and "
             f"{high:.2f}x)")
     staff = str(record.get("method", ""))
+    if isinstance(record.get("gate"), str) and record["gate"] != "alone":  # the worker could not have the GPU alone
+        text += "; timed beside other workers' kernels: the GPU was not free in time (a rerun may differ)"
     try:  # the host clock's times beside the GPU clock's (absent when the host clock decided)
         walls = times(record, "wall_submission", test.reps), times(record, "wall_baseline", test.reps)
         staff += (f"; host clock, medians: yours {median(walls[0]) * 1e3:.4f} ms, "

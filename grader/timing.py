@@ -117,7 +117,7 @@ def profile_marked(fn, args: list, kwargs: dict, reps: int, host_too: bool = Fal
 
 
 def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int, clock: str = "gpu",
-               progress: Callable[[], None] | None = None) -> dict:
+               progress: Callable[[], None] | None = None, gate=None) -> dict:
     """Time the submission against the baseline on one case's inputs, in this process, interleaved.
 
     Method: each timed call gets fresh inputs (a new copy of the case's inputs, made before the clock starts), the
@@ -134,13 +134,18 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
 
     `progress` is called after each warm-up pair (the first one compiles, torch.compile's baseline included), so
     the runner's stall clock sees the worker alive.
+
+    `gate` (grader/protocol.py GpuGate, on CUDA): the warm-up shares the GPU with the case workers of other jobs;
+    the timed calls have it alone (the record's `gate` says whether they did).
     """
     cuda = device == "cuda"
     gpu_clock = cuda and clock == "gpu"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    pristine = ([a.to(device) if isinstance(a, torch.Tensor) else a for a in case["args"]],
-                {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in case["kwargs"].items()})
-    flush = L2Flush(device) if cuda else None
+    shared = gate.shared if gate is not None else contextlib.nullcontext
+    with shared():
+        pristine = ([a.to(device) if isinstance(a, torch.Tensor) else a for a in case["args"]],
+                    {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in case["kwargs"].items()})
+        flush = L2Flush(device) if cuda else None
 
     def fresh():
         args = [a.clone() if isinstance(a, torch.Tensor) else a for a in pristine[0]]
@@ -172,16 +177,22 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
     order: list[str] = []
     try:
         for _ in range(warmup):
-            side = "baseline"
-            timed(baseline)
-            side = "submission"
-            timed(entry)
+            with shared():
+                side = "baseline"
+                timed(baseline)
+                side = "submission"
+                timed(entry)
             if progress is not None:
                 progress()
         last = None
         side = "profiler"
         profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) if gpu_clock else None
-        with profiler if profiler is not None else contextlib.nullcontext():
+        alone = gate.exclusive() if gate is not None else contextlib.nullcontext(None)
+        with alone as had_it, profiler if profiler is not None else contextlib.nullcontext():
+            if had_it is not None:
+                record["gate"] = "alone" if had_it else (
+                    f"shared: the GPU was not free within {gate.EXCLUSIVE_WAIT_S:g} s, the calls were timed beside "
+                    "other workers' kernels")
             for r in range(reps):
                 for side in (("submission", "baseline") if r % 2 == 0 else ("baseline", "submission")):
                     seconds, out = timed(entry if side == "submission" else baseline, gpu_clock)

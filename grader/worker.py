@@ -40,7 +40,7 @@ from grader.bounds import intact as bounds_intact
 from grader.gpu_compile import CompileCheck
 from grader.interpreter import interpreted, patch_interpreter_libdevice, patch_interpreter_scalars
 from grader.interpreter import kernel_chain as _kernel_chain
-from grader.protocol import Kind, RecordWriter, WorkerJob
+from grader.protocol import GpuGate, Kind, RecordWriter, WorkerJob
 from grader.timing import compile_here, load_baseline, time_calls
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,6 +63,8 @@ class Instruments:
         self.path = ""
         self.gpu_check = None
         """On the interpreter, a gpu_compile.CompileCheck: every launch is also compiled for CUDA targets."""
+        self.gate: GpuGate | None = None
+        """On CUDA, the GPU's gate: an interpreted kernel (the address check's re-run) lets a shared hold go."""
         self._orig_empty = torch.empty
         self._patch_launches()
         self._patch_allocators()
@@ -91,6 +93,8 @@ class Instruments:
                     if inst.gpu_check is not None and type(self).__name__ == "InterpretedFunction":
                         launch["gpu_compile"] = inst.gpu_check.check(self.fn, args, kwargs)
                     inst.launches.append(launch)
+                if inst.gate is not None and type(self).__name__ == "InterpretedFunction":
+                    return inst.gate.paused(lambda: _orig(self, *args, **kwargs), torch.cuda.synchronize)
                 return _orig(self, *args, **kwargs)
 
             cls.run = run
@@ -399,6 +403,49 @@ def _load_module(name: str, path: str):
     return module
 
 
+class Stages:
+    """Where this worker's seconds went, by stage, for the class benchmark (scripts/bench_class.py): sent in the
+    last STATUS frame, kept in the staff JSON only. Triton's compilations are counted apart from the stage they
+    happen in."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._compiled = 0.0  # compile seconds inside the stage being timed
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + seconds, 4)
+
+    @contextlib.contextmanager
+    def stage(self, name: str):
+        start, before = time.perf_counter(), self._compiled
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - start - (self._compiled - before))
+
+    def watch_compiles(self, gate: GpuGate | None) -> None:
+        """Count the seconds of Triton's compilations (`triton.compiler.compile`, which a kernel's first launch
+        with a new key calls, in every supported Triton), and let a shared hold of the GPU gate go while one
+        runs: compiling is CPU work, and a timer waiting for the room should not wait for it."""
+        import triton.compiler
+
+        orig = triton.compiler.compile
+        stages = self
+
+        def compile(*args, **kwargs):  # noqa: A001 - stands in for triton.compiler.compile
+            start = time.perf_counter()
+            try:
+                if gate is not None:
+                    return gate.paused(lambda: orig(*args, **kwargs), torch.cuda.synchronize)
+                return orig(*args, **kwargs)
+            finally:
+                spent = time.perf_counter() - start
+                stages._compiled += spent
+                stages.add("compile", spent)
+
+        triton.compiler.compile = compile
+
+
 def _single_threaded() -> bool:
     try:
         return len(os.listdir("/proc/self/task")) == 1
@@ -427,6 +474,21 @@ def main(job_file: Path, records_fd: int) -> int:
         sandbox.go_on_in_a_child()  # `python -m grader.worker` has a thread or two by now; a forked child has one
     records = RecordWriter(records_fd)
     device = job.device
+    stages = Stages()
+    t_main = time.perf_counter()
+    last_status: dict = {}
+
+    def status(report: dict) -> None:
+        """A progress report (the runner's stall clock restarts with each)."""
+        last_status.clear()
+        last_status.update(report)
+        records.json(Kind.STATUS, report)
+
+    # The GPU's gate (grader/protocol.py GpuGate): opened now, before the sandbox puts its files out of reach.
+    # While the worker waits at it, the last report is sent again (waiting is not a hang).
+    gate = GpuGate.open(job.gate, lambda: records.json(Kind.STATUS, {**last_status, "gate": "waiting"})) \
+        if job.gate and device == "cuda" else None
+    shared = gate.shared if gate is not None else contextlib.nullcontext
     path = os.path.abspath(job.submission)  # the runner's copy, in the run folder
     load: dict = {"ok": False, "kernels": {}}
     # What the submission must not reach is read first, as the grader: its own cases' inputs (no other case's)
@@ -454,6 +516,8 @@ def main(job_file: Path, records_fd: int) -> int:
             patch_interpreter_scalars()
         inst = Instruments()
         inst.path = path
+        inst.gate = gate
+        stages.watch_compiles(gate)
         if device == "cpu" and job.gpu_compile:
             inst.gpu_check = CompileCheck(originals)
         bounds = None
@@ -461,7 +525,7 @@ def main(job_file: Path, records_fd: int) -> int:
             bounds = BoundsAudit(path)
             bounds.install()
         os.environ.update((job.launch or {}).get("env") or {})
-        with audit.window():
+        with audit.window(), stages.stage("import"):
             module = _load_module("submission", path)
         load["torch_ops"] = [{**r, "phase": "import"} for r in audit.result()]
         entry = getattr(module, job.entry, None)
@@ -481,46 +545,55 @@ def main(job_file: Path, records_fd: int) -> int:
     records.json(Kind.LOAD, load)
 
     n_runs = 1 if job.warm else max([len(c) for _, c in tuners] + [1])
+    stages.add("load", time.perf_counter() - t_main - stages.seconds.get("import", 0.0)
+               - stages.seconds.get("compile", 0.0))
     print(f"worker {job.run_id}: ready after {time.perf_counter() - START:.2f} s", flush=True)
     for i in job.cases:
         case = cases[i]
         t_case = time.perf_counter()
-        records.json(Kind.STATUS, {"case": case["id"], "index": i})
+        status({"case": case["id"], "index": i})
         runs = []
         if job.benchmark_autotune:
             naive_call(entry, case, device)
         for c in range(n_runs):
-            record = run_case(entry, case, device, inst, tuners, c, audit, bounds)
+            with stages.stage("cases"), shared():
+                record = run_case(entry, case, device, inst, tuners, c, audit, bounds)
             runs.append(record)
             # progress, for the runner's stall limit (grading.stall_s): one more run of this case is done
-            records.json(Kind.STATUS, {"case": case["id"], "index": i, "runs": c + 1})
+            status({"case": case["id"], "index": i, "runs": c + 1})
             if record.get("fatal"):
                 break
         if device == "cuda" and bounds is not None and not any(r.get("fatal") for r in runs):
-            interpret_runs(entry, case, module, inst, tuners, runs, bounds)
-            records.json(Kind.STATUS, {"case": case["id"], "index": i, "runs": len(runs), "audited": True})
+            with stages.stage("address"), shared():  # the interpreted kernels let the hold go (Instruments)
+                interpret_runs(entry, case, module, inst, tuners, runs, bounds)
+            status({"case": case["id"], "index": i, "runs": len(runs), "audited": True})
         t_save = time.perf_counter()
-        share_outputs(runs)
-        records.tensors(Kind.CASE, i, {"id": case["id"], "runs": runs})
+        with stages.stage("records"):
+            share_outputs(runs)
+            records.tensors(Kind.CASE, i, {"id": case["id"], "runs": runs})
         calls = sum(r["seconds"] for r in runs)
         print(f"  {case['id']}: {len(runs)} run(s) {t_save - t_case:.2f} s (calls {calls:.2f} s), "
               f"save {time.perf_counter() - t_save:.2f} s", flush=True)
         if any(r.get("fatal") for r in runs):
-            records.json(Kind.STATUS, {"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
+            status({"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
             return 3
     for item in job.perf:
         t_perf = time.perf_counter()
-        records.json(Kind.STATUS, {"perf": item.test})
+        status({"perf": item.test})
         baseline = baselines[item.index]
         if isinstance(baseline, str):
             record = {"error": baseline}
         else:
             alive = functools.partial(records.json, Kind.STATUS, {"perf": item.test, "warming": True})
-            record = time_calls(entry, baseline, cases[item.case], device, item.warmup, item.reps, item.clock,
-                                progress=alive)
+            with stages.stage("timing"):
+                record = time_calls(entry, baseline, cases[item.case], device, item.warmup, item.reps, item.clock,
+                                    progress=alive, gate=gate)
         records.tensors(Kind.PERF, item.index, {"test": item.test, **record})
         print(f"  {item.test}: timed in {time.perf_counter() - t_perf:.2f} s", flush=True)
-    records.json(Kind.STATUS, {"done": True})
+    if gate is not None:
+        stages.seconds["gate_wait"] = round(gate.waited_s, 4)
+        stages.seconds["gate_bypassed"] = gate.bypassed
+    records.json(Kind.STATUS, {"done": True, "stages": stages.seconds})
     return 0
 
 

@@ -85,6 +85,45 @@ def quiet_report(results: Path, stall_s: float) -> None:
               f"{quiet[len(quiet) // 2][0]:.1f} s; stall limit {stall_s:g} s; {stopped} job(s) stopped", flush=True)
 
 
+STAGE_ROWS = (
+    ("static", "static check (trusted side)"),
+    ("oracle", "inputs and oracle (trusted side, a task's share per file)"),
+    ("load", "worker: reading inputs, sandbox, start-up"),
+    ("import", "worker: importing the submission"),
+    ("compile", "worker: Triton compilations (cases and timing)"),
+    ("cases", "worker: running the cases (op audit included; compile and waits excluded)"),
+    ("address", "worker: the address check's interpreted re-run (CUDA)"),
+    ("records", "worker: sending the records"),
+    ("timing", "worker: speed tests (warm-up and timed calls; compile excluded)"),
+    ("judge", "judge (pytest suite, value checks)"),
+)
+
+
+def stage_report(results: Path) -> None:
+    """Seconds per graded file by stage, summed from the staff JSON files (`staff.stages`), and the workers'
+    wall time beside them: where a class's core-seconds go."""
+    totals: dict[str, float] = {}
+    files = reused = 0
+    for path in results.glob("*/*.staff.json"):
+        staff = json.loads(path.read_text()).get("staff", {})
+        if staff.get("reuses"):
+            reused += 1
+            continue
+        files += 1
+        for name, value in (staff.get("stages") or {}).items():
+            if isinstance(value, (int, float)):
+                totals[name] = totals.get(name, 0.0) + value
+    if not files:
+        return
+    print(f"stages  : seconds per file, over {files} graded files ({reused} identical copies reused)", flush=True)
+    for key, words in STAGE_ROWS:
+        print(f"  {key:<14} {totals.get(key, 0.0) / files:8.2f}  {words}", flush=True)
+    for key in ("case_worker_wall", "timing_worker_wall", "gate_wait"):
+        print(f"  {key:<14} {totals.get(key, 0.0) / files:8.2f}  (wall seconds, not core-seconds)", flush=True)
+    print(f"  gate_bypassed  {totals.get('gate_bypassed', 0.0):8.0f}  waits at the GPU gate that ran out (in all)",
+          flush=True)
+
+
 def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, profile: int = 0) -> float:
     work = Path(tempfile.mkdtemp(prefix="bench-class-"))
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
@@ -110,6 +149,7 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
         print("results : " + ", ".join(f"{q}% in {done[min(len(done) - 1, len(done) * q // 100)]:.0f} s"
                                         for q in (25, 50, 75, 90, 100)), flush=True)
     quiet_report(work / "results", cfg.stall_s.get(device, 0.0))
+    stage_report(work / "results")
     if prof:  # this process only: the oracle, the judge (with grading.judges 0) and the orchestration
         for key in ("cumulative", "tottime"):
             pstats.Stats(prof).sort_stats(key).print_stats(profile)

@@ -127,7 +127,9 @@ def test_a_failure_while_judging_fails_that_job_only(cfg, small10, tmp_path, mon
     monkeypatch.setattr(grading, "build_result", build)
     good = tmp_path / "good.py"
     good.write_text(SOLUTION)
-    unlucky, lucky = grade_jobs([Job(small10, good, "unlucky"), Job(small10, good, "lucky")],
+    other = tmp_path / "other.py"  # not the same bytes: identical files are graded once (test_identical_files...)
+    other.write_text(SOLUTION + "\n# lucky's own copy\n")
+    unlucky, lucky = grade_jobs([Job(small10, good, "unlucky"), Job(small10, other, "lucky")],
                                 dataclasses.replace(cfg, judges=0), "cpu", workers=2)
     assert lucky.score == lucky.max_score
     assert unlucky.score == 0 and all(t.outcome == "error" for t in unlucky.tests)
@@ -170,3 +172,28 @@ def test_the_shared_triton_cache_gets_launchers_and_never_a_kernel(tmp_path, mon
     assert tritoncache.prune_shared() == 1 and sorted(p.name for p in (tmp_path / "shared").iterdir()) == ["a"]
     spec = JobSpec(Path("s.py"), "f", [], "cuda", {}, 10.0, warm=True)
     assert cache_env(spec, "/job/cache")["TRITON_CACHE_DIR"] == "/job/cache"
+
+
+def test_identical_files_are_graded_once(cfg, small10, tmp_path, monkeypatch):
+    """The same bytes for the same task: one grading, recorded for every student who sent them, each under their
+    own name; a different file is graded on its own."""
+    started = []
+    real = grading.run_shard
+
+    def counting(folders, shard, spec, cases):
+        started.append(spec.submission.read_bytes())
+        return real(folders, shard, spec, cases)
+
+    monkeypatch.setattr(grading, "run_shard", counting)
+    files = []
+    for name, text in (("a.py", SOLUTION), ("b.py", SOLUTION), ("c.py", SOLUTION + "\n# mine\n")):
+        files.append(tmp_path / name)
+        files[-1].write_text(text)
+    a, b, c = grade_jobs([Job(small10, files[0], "ann"), Job(small10, files[1], "bob"), Job(small10, files[2], "cy")],
+                         cfg, "cpu", workers=2)
+    mine = (SOLUTION + "\n# mine\n").encode()
+    assert set(started) == {SOLUTION.encode(), mine}
+    assert started.count(SOLUTION.encode()) == started.count(mine)  # ann's and bob's file: one grading's shards
+    assert a.score == b.score == c.score == a.max_score
+    assert (b.student, b.submission) == ("bob", str(files[1])) and b.tests == a.tests
+    assert "ann/a.py" in b.staff["reuses"] and "reuses" not in a.staff and "reuses" not in c.staff
