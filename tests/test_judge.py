@@ -181,3 +181,42 @@ def test_an_output_that_refers_to_no_earlier_tensor_is_garbled(ref):
         runs = [runs[0], runs[1]]
     with pytest.raises(ValueError):
         judge.resolve_shared(runs)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("rule", [ROUNDED, OutputSpec(name="y", dtype="x", compare="close", rtol=1e-2, atol=1e-3),
+                                  OutputSpec(name="y", dtype="x", compare="close", rtol=1e-4, atol=0.0)])
+def test_the_fast_value_check_agrees_with_the_float64_rule_element_by_element(dtype, rule):
+    """`accepted_range` judges an output in its own dtype; on values placed at, just inside and just outside every
+    bound (and NaN, inf, out-of-range answers), it accepts exactly what the float64 rule accepts."""
+    gen = torch.Generator().manual_seed(0)
+    ref = torch.randn(4000, generator=gen, dtype=torch.float64) * (50 if not dtype.is_floating_point else 3)
+    ref[:8] = torch.tensor([0.0, 0.5, -0.5, 126.9995, -127.5, 1e-7, 300.0, -300.0], dtype=torch.float64)
+    if rule.compare == "rounded":
+        lo, hi = torch.ceil(ref - rule.window - 0.5), torch.floor(ref + rule.window + 0.5)
+    else:
+        tol = rule.atol + rule.rtol * ref.abs()
+        lo, hi = ref - tol, ref + tol
+    candidates = [ref, lo, hi, lo - 1e-3, hi + 1e-3, lo - 1, hi + 1, ref.round()]
+    got = torch.cat(candidates)
+    refs = ref.repeat(len(candidates))
+    if dtype.is_floating_point:
+        got = got.to(dtype)
+        step = torch.nextafter(got, torch.tensor(float("inf"), dtype=dtype))
+        back = torch.nextafter(got, torch.tensor(float("-inf"), dtype=dtype))
+        got = torch.cat([got, step, back, torch.tensor([float("nan"), float("inf")], dtype=dtype)])
+        refs = torch.cat([refs, refs, refs, refs[:2]])
+    else:
+        info = torch.iinfo(dtype)
+        got = got.round().clamp(info.min, info.max).to(dtype)
+        got = torch.cat([got, got + (got < info.max).to(dtype), got - (got > info.min).to(dtype)])
+        refs = refs.repeat(3)
+    want, _ = judge.bad_values(rule, got, refs)
+    bounds = judge.accepted_range(rule, refs, got.dtype)
+    if bounds is None:  # no such range (a bound no value of the dtype meets): the float64 rule decides alone
+        assert not judge.passes_fast(rule, got, refs)
+        return
+    lo_t, hi_t = bounds
+    assert torch.equal(~((got >= lo_t) & (got <= hi_t)), want)
+    assert want.any() and not judge.passes_fast(rule, got, refs)
+    assert judge.passes_fast(rule, got[~want], refs[~want])
