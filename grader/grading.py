@@ -11,6 +11,7 @@ Stage by stage:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import functools
 import hashlib
@@ -37,7 +38,7 @@ import torch
 
 from grader import judge, speed, static, tritoncache
 from grader.config import AUTOTUNE_TEST, GATES, ROOT, CourseConfig, TaskSpec
-from grader.protocol import GradingTree, JobFolders, PerfItem, worker_stages
+from grader.protocol import GradingTree, JobFolders, Kind, PerfItem, RecordStream, create_trusted, worker_stages
 from grader.results import TaskResult, TestResult
 from grader.runner import ForkServer, JobSpec, WorkerRun, run_shard, worker_env
 from grader.schedule import Scheduler
@@ -701,6 +702,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                                           len(plan[n]), timing_spec),
                          priority=(1, 0, n), kind="timing", after=[("staff", task.id)])
                 pending[n] += 1
+            pool.start()  # every item is known: the threads take them best first
             for n in range(len(contexts)):  # the oracle works (once per task) while the workers run
                 if n in results or n in later:
                     continue
@@ -762,10 +764,69 @@ def staff_timing(task: TaskSpec, spec: JobSpec, tree: GradingTree,
     if not solution.is_file():
         return None, None
     folders = tree.job(f"staff-timing-{task.id}")
+    kept = staff_cache_dir() / staff_key(task, spec)
+    if (kept / "records.bin").is_file():  # timed before, with these files, versions and GPU: its record again
+        records = folders.records("kept")
+        with os.fdopen(create_trusted(records), "wb") as fh:
+            fh.write((kept / "records.bin").read_bytes())
+        return records, (kept / "inductor" if (kept / "inductor").is_dir() else None)
     runs = shard_runner(folders, 0, replace(spec, submission=solution), [])
     run = runs[-1] if runs else None
     inductor = folders.run_folder(run.run_id) / "inductor" if run else None
+    if run and run.records and _timed_well(RecordStream(run.records), spec) and not run.timed_out:
+        with contextlib.suppress(OSError):  # kept for the next grading run (a cache: losing it costs a run)
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            new = Path(tempfile.mkdtemp(prefix=".new-", dir=kept.parent))
+            shutil.copyfile(run.records, new / "records.bin")
+            if inductor and inductor.is_dir():
+                shutil.copytree(inductor, new / "inductor", symlinks=True)
+            os.rename(new, kept)
     return (run.records if run else None), inductor
+
+
+def _timed_well(stream: RecordStream, spec: JobSpec) -> bool:
+    """Whether a staff timing run is worth keeping: it finished, and every speed test has a record without an
+    error that was timed with the GPU alone (a failure, perhaps passing, is timed again next time)."""
+    if not stream.status.get("done") or stream.problem:
+        return False
+    for item in spec.perf:
+        try:
+            record = stream.tensors(Kind.PERF, item.index)
+        except Exception:  # noqa: BLE001 - unreadable: not kept
+            return False
+        if not isinstance(record, dict) or record.get("error") or record.get("gate", "alone") != "alone":
+            return False
+    return True
+
+
+STAFF_CACHE_ENV = "GRADER_STAFF_TIMING"
+
+
+def staff_cache_dir() -> Path:
+    """Where the staff's timing runs are kept between grading runs: $GRADER_STAFF_TIMING, else a folder of the
+    grader's user's own cache. Not the shared Triton cache: a staff record holds the reference's outputs, and no
+    worker may read it (the sandbox lets workers read the shared cache only)."""
+    return Path(os.environ.get(STAFF_CACHE_ENV) or Path.home() / ".cache" / "triton-grader-staff")
+
+
+def staff_key(task: TaskSpec, spec: JobSpec) -> str:
+    """What a staff timing run depends on: the task's files that define it (statement data, solution, baselines,
+    oracle), the grader's timing code, the worker's settings, torch, Triton and the GPU. The same key: the same
+    run, timed once (on a course's GPU box, the first grading run of a task times it; every later one, a student's
+    check of five files too, reuses it)."""
+    h = hashlib.sha256()
+    files = [task.folder / "task.yaml", task.folder / "solution.py", ROOT / "reference" / f"{task.reference}.py",
+             *(ROOT / p.baseline for p in spec.perf),
+             *(Path(__file__).with_name(n) for n in ("timing.py", "worker.py", "protocol.py", "speed.py"))]
+    for f in files:
+        h.update(str(f.name).encode())
+        with contextlib.suppress(OSError):
+            h.update(f.read_bytes())
+    env = environment("cuda" if spec.device == "cuda" else spec.device)
+    h.update(json.dumps([env.get("torch"), env.get("triton"), env.get("gpu"), spec.device, spec.specialize,
+                         [dataclasses.asdict(p) for p in spec.perf], spec.sandbox, sys.version], sort_keys=True,
+                        default=str).encode())
+    return f"{task.id}-{h.hexdigest()[:24]}"
 
 
 def warm_shared_cache(tasks: list[TaskSpec], device: str, cfg: CourseConfig, prepared: Prepared, tree: GradingTree,

@@ -455,13 +455,20 @@ class GpuGate:
         else:
             yield alone
 
-    def paused(self, work: Callable[[], Any], sync: Callable[[], None]) -> Any:
-        """`work()` with a shared hold let go meanwhile (a compilation, an interpreted kernel: CPU work that may
-        take seconds, during which a timer should not wait): `sync` first waits for the GPU work queued so far."""
+    def suspend(self, sync: Callable[[], None]) -> bool:
+        """Let a shared hold go for a while (CPU work that may take seconds, during which a timer should not wait:
+        a compilation, an interpreted kernel): `sync` first waits for the GPU work queued so far. Returns whether
+        there was a hold to let go (then `enter_shared` takes it again)."""
         if self.held != "shared":
-            return work()
+            return False
         sync()
         self.leave()
+        return True
+
+    def paused(self, work: Callable[[], Any], sync: Callable[[], None]) -> Any:
+        """`work()` with a shared hold let go meanwhile (`suspend`)."""
+        if not self.suspend(sync):
+            return work()
         try:
             return work()
         finally:

@@ -38,7 +38,7 @@ class _Item:
 
 
 class Scheduler:
-    """`workers` threads running items; `limits` caps how many of a kind run at once."""
+    """`workers` threads running items (from `start()` on); `limits` caps how many of a kind run at once."""
 
     def __init__(self, workers: int, limits: dict[str, int] | None = None) -> None:
         self.limits = dict(limits or {})
@@ -56,8 +56,12 @@ class Scheduler:
         """(key, start, end) of every item run, seconds since the pool started (GRADER_TRACE=1 prints them)."""
         self._threads = [threading.Thread(target=self._work, name=f"grader-pool-{i}", daemon=True)
                          for i in range(max(1, workers))]
+
+    def start(self) -> None:
+        """Start the threads (add what is known first: the threads take the best of what is there)."""
         for thread in self._threads:
-            thread.start()
+            if not thread.is_alive():
+                thread.start()
 
     def add(self, key: Hashable, fn: Callable[[], object], priority: tuple = (), kind: str = "case",
             after: set | list | tuple = (), early: bool = False) -> None:
@@ -120,6 +124,7 @@ class Scheduler:
 
     def results(self) -> Iterator[tuple[Hashable, object]]:
         """(key, result) of every item added, as each finishes; items may be added while this runs."""
+        self.start()
         while True:
             with self._cv:
                 if not self._left:

@@ -444,6 +444,23 @@ class Stages:
                 stages.add("compile", spent)
 
         triton.compiler.compile = compile
+        if gate is None:
+            return
+        # torch.compile's first call of a staff baseline traces and compiles for seconds (Dynamo, Inductor) inside
+        # a timing worker's warm-up: the gate's shared hold is let go meanwhile too.
+        import torch._dynamo.callback as dynamo_callback
+
+        suspended = []
+
+        def start(*_args) -> None:
+            suspended.append(gate.suspend(torch.cuda.synchronize))
+
+        def end(*_args) -> None:
+            if suspended and suspended.pop():
+                gate.enter_shared()
+
+        dynamo_callback.on_compile_start(start)
+        dynamo_callback.on_compile_end(end)
 
 
 def _single_threaded() -> bool:
