@@ -769,7 +769,10 @@ def staff_timing(task: TaskSpec, spec: JobSpec, tree: GradingTree,
         records = folders.records("kept")
         with os.fdopen(create_trusted(records), "wb") as fh:
             fh.write((kept / "records.bin").read_bytes())
-        return records, (kept / "inductor" if (kept / "inductor").is_dir() else None)
+        # Not its Inductor cache: Inductor's entries name the folders of the run that made them, which a worker
+        # of another grading run may not read (the baseline then raised PermissionError); each timing worker
+        # compiles the baseline itself (a few seconds, beside the case workers).
+        return records, None
     runs = shard_runner(folders, 0, replace(spec, submission=solution), [])
     run = runs[-1] if runs else None
     inductor = folders.run_folder(run.run_id) / "inductor" if run else None
@@ -778,8 +781,6 @@ def staff_timing(task: TaskSpec, spec: JobSpec, tree: GradingTree,
             kept.parent.mkdir(parents=True, exist_ok=True)
             new = Path(tempfile.mkdtemp(prefix=".new-", dir=kept.parent))
             shutil.copyfile(run.records, new / "records.bin")
-            if inductor and inductor.is_dir():
-                shutil.copytree(inductor, new / "inductor", symlinks=True)
             os.rename(new, kept)
     return (run.records if run else None), inductor
 

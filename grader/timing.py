@@ -191,7 +191,7 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
         with alone as had_it, profiler if profiler is not None else contextlib.nullcontext():
             if had_it is not None:
                 record["gate"] = "alone" if had_it else (
-                    f"shared: the GPU was not free within {gate.EXCLUSIVE_WAIT_S:g} s, the calls were timed beside "
+                    f"shared: the GPU was not free within {gate.ROOM_WAIT_S:g} s, the calls were timed beside "
                     "other workers' kernels")
             for r in range(reps):
                 for side in (("submission", "baseline") if r % 2 == 0 else ("baseline", "submission")):

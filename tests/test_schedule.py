@@ -111,7 +111,7 @@ def test_a_wait_at_the_gate_is_bounded_and_reported(tmp_path):
     with gate.shared():
         assert gate.held == ""  # went on without the gate
     assert 2.5 <= time.monotonic() - start < 5 and gate.bypassed == 1 and len(beats) >= 2
-    gate.EXCLUSIVE_WAIT_S = 1.0
+    gate.QUEUE_WAIT_S = gate.ROOM_WAIT_S = 1.0
     with gate.exclusive() as alone:
         assert alone is False
     release.set()
