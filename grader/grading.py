@@ -686,10 +686,13 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                  clock=p.clock) for i, p in enumerate(job.task.perf) if device in p.devices]
                 if not perf:
                     continue
-                # One timing worker per job, compiling as Triton does (its specializations on), beside the case
-                # workers: only its timed calls hold the GPU alone (GpuGate). Each task's reference is timed
-                # first, the same way, by the staff's run (grader/speed.py: what it proves), whose Inductor
-                # cache each timing worker starts from.
+                # One timing worker per job, compiling as Triton does (its specializations on). It starts once no
+                # case shard waits for a thread (a student's few files: at once), and only its timed calls hold
+                # the GPU alone (GpuGate): before them, the case workers still inside finish their call, so a
+                # timer beside a full class of case workers waits seconds for the room and holds every case
+                # worker up meanwhile (measured on the H200 box with timers started first: 17 files in 279 s).
+                # Each task's reference is timed first, the same way, by the staff's run (grader/speed.py: what
+                # it proves; kept between grading runs), whose Inductor cache each timing worker starts from.
                 task = job.task
                 if task.id not in staff_runs:
                     staff_runs[task.id] = (None, None)
@@ -700,7 +703,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 timing_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **on_gpu())
                 pool.add(("timing", n), functools.partial(_timed_run, staff_runs, task.id, shard_runner, folders,
                                                           len(plan[n]), timing_spec),
-                         priority=(1, 0, n), kind="timing", after=[("staff", task.id)])
+                         priority=(3, 0, n), kind="timing", after=[("staff", task.id)])
                 pending[n] += 1
             pool.start()  # every item is known: the threads take them best first
             for n in range(len(contexts)):  # the oracle works (once per task) while the workers run

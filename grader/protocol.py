@@ -405,19 +405,26 @@ class GpuGate:
         while True:
             try:
                 fcntl.flock(fd, how | fcntl.LOCK_NB)
-                self.waited_s += time.monotonic() - start
+                self._waited(fd, start, "")
                 return True
             except BlockingIOError:
                 pass
             now = time.monotonic()
             if now - start > limit_s:
-                self.waited_s += now - start
+                self._waited(fd, start, ", ran out")
                 self.bypassed += 1
                 return False
             if now - last > 1.0:
                 self.heartbeat()
                 last = now
             time.sleep(self.POLL_S)
+
+    def _waited(self, fd: int, start: float, how: str) -> None:
+        spent = time.monotonic() - start
+        self.waited_s += spent
+        if spent > 1.0:  # for staff, in the worker's log
+            which = {self.turnstile: "turnstile", self.room: "room", self.queue: "queue"}.get(fd, "?")
+            print(f"gate: waited {spent:.1f} s for the {which}{how} (at {time.time():.1f})", flush=True)
 
     def enter_shared(self) -> None:
         if self.held:
@@ -439,11 +446,15 @@ class GpuGate:
         """Use the GPU beside other sharers (a case worker's call, a timing worker's warm-up)."""
         outer = self.held
         self.enter_shared()
+        start = time.monotonic()
         try:
             yield
         finally:
             if not outer:
                 self.leave()
+                if time.monotonic() - start > 2.0:  # a long hold keeps a timer waiting: for staff, in the log
+                    print(f"gate: a shared hold of {time.monotonic() - start:.1f} s (at {time.time():.1f})",
+                          flush=True)
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[bool]:
@@ -458,7 +469,10 @@ class GpuGate:
                     taken.append(self.turnstile)
                     if self._take(self.room, fcntl.LOCK_EX, self.ROOM_WAIT_S):
                         self.held = "exclusive"
+            start = time.monotonic()
             yield self.held == "exclusive"
+            print(f"gate: held the GPU {'alone' if self.held else 'not alone'} for {time.monotonic() - start:.2f} s "
+                  f"(at {time.time():.1f})", flush=True)
         finally:
             self.leave()
             for fd in reversed(taken):

@@ -7,8 +7,9 @@ A class is graded as one pipeline on one pool of threads (each thread supervises
 - case shards, the heaviest first; a job's hidden-case shards wait for its public ones, so that they find the
   job's kernels compiled in its Triton cache instead of compiling them again beside them (a thread with nothing
   else to do takes one early: a student checking one file waits for nothing);
-- one timing worker per job with speed tests, as soon as its task's staff run is done, beside the case shards
-  (grader/protocol.py GpuGate: only its timed calls have the GPU alone), at most `limits["timing"]` at once.
+- one timing worker per job with speed tests, once its task's staff run is done and no case shard waits for a
+  thread (grader/protocol.py GpuGate: only its timed calls have the GPU alone), at most `limits["timing"]` at
+  once.
 
 Results come back to the one thread that calls `results()`, in the order they finish; `results()` ends when every
 item has run. An item's function never raises into the pool: an exception becomes its result.

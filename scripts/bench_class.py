@@ -115,6 +115,11 @@ def stage_report(results: Path) -> None:
                 totals[name] = totals.get(name, 0.0) + value
     if not files:
         return
+    gate = sorted((line for path in results.glob("*/*.staff.json")
+                   for line in str(json.loads(path.read_text()).get("staff", {}).get("worker_log", "")).splitlines()
+                   if line.startswith("gate:")), key=lambda ln: float(ln.rsplit("(at ", 1)[-1].rstrip(")")))
+    if gate:  # the GPU gate's long waits and holds, in time order (grader/protocol.py GpuGate)
+        print(f"gate    : {len(gate)} long waits or holds; the first 40:\n  " + "\n  ".join(gate[:40]), flush=True)
     print(f"stages  : seconds per file, over {files} graded files ({reused} identical copies reused)", flush=True)
     for key, words in STAGE_ROWS:
         print(f"  {key:<14} {totals.get(key, 0.0) / files:8.2f}  {words}", flush=True)
