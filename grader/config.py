@@ -567,8 +567,9 @@ class CourseConfig:
     that touches memory outside them, even when the value read is never used (grader/bounds.py): on the CPU as
     the interpreter runs; on CUDA by running each call again with its kernels interpreted, on the CPU's inputs."""
     informational_speed: bool = True
-    """Run the speed tests worth 0 points (the speed tier of tasks 10-14). Each costs a timing worker alone on the
-    GPU, about 10 s a file on the H100; false leaves them out of the tasks (no score changes)."""
+    """Run the speed tests worth 0 points (the speed tier of tasks 10-14). Each costs a timing worker (8-13 s of a
+    core, beside the case workers) and under a second of the GPU alone; false leaves them out of the tasks (no
+    score changes)."""
     always_allowed_imports: list[str] = field(default_factory=list)
     homeworks: dict[str, Homework] = field(default_factory=dict)
 
