@@ -399,15 +399,29 @@ def compare_values(out: OutputSpec, got: torch.Tensor, ref: torch.Tensor) -> str
         err = (g - r).abs()[finite]
         if err.numel():
             extra = f"; max abs error {float(err.max()):.3g}"
+            scale = r.abs()[finite]
+            rel = (err / scale)[scale > 0]
+            if rel.numel():  # a tolerance's rtol reads against this
+                extra += f", max relative error {float(rel.max()):.3g}"
     return f"{out.name}: {n} of {got.numel()} element(s) differ (rule: {rule}){extra}; first: {shown}"
 
 
 NOISE = ("Search for `cuda", "CUDA kernel errors might", "For debugging consider", "Compile with `TORCH_USE")
 
 
+ERROR_HINTS = (
+    ("arange's range must be a power of 2",
+     "tl.arange(start, end) needs end - start to be a power of 2 (1, 2, 4, 8...), and a size of this case is not "
+     "one: take a power of two at least as large (triton.next_power_of_2 in the wrapper, or a constexpr rounded up) "
+     "and mask the extra lanes, or walk a small dimension with tl.static_range"),
+)
+"""(what Triton's message says, what it leaves a student to guess): added under the error's own words."""
+
+
 def _error_text(error: str) -> str:
     lines = [ln for ln in error.splitlines() if ln.strip() and not ln.startswith(NOISE)]
-    return "\n".join(lines[:12])
+    hints = [hint for key, hint in ERROR_HINTS if key in error]
+    return "\n".join(lines[:12] + [f"hint: {h}" for h in hints])
 
 
 def value_problem(spec: OutputSpec, t: torch.Tensor, ref: torch.Tensor) -> str | None:
@@ -427,7 +441,8 @@ def value_problem(spec: OutputSpec, t: torch.Tensor, ref: torch.Tensor) -> str |
         nans = int(t.isnan().sum())
         if nans:
             return (f"{spec.name}: {nans} NaN element(s): the kernel read poison (NaN) from outside "
-                    "an input (a missing load mask?) or divided by zero")
+                    "an input (a missing load mask?), divided 0 by 0, or computed inf / inf or inf - inf (exp "
+                    "overflows float32 past 88.7 and underflows to 0 below -103: subtract the maximum first)")
     return compare_values(spec, t, ref)
 
 

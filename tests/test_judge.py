@@ -220,3 +220,14 @@ def test_the_fast_value_check_agrees_with_the_float64_rule_element_by_element(dt
     assert torch.equal(~((got >= lo_t) & (got <= hi_t)), want)
     assert want.any() and not judge.passes_fast(rule, got, refs)
     assert judge.passes_fast(rule, got[~want], refs[~want])
+
+
+def test_messages_give_the_relative_error_and_say_what_an_arange_error_means():
+    close = OutputSpec(name="y", dtype="float32", compare="close", rtol=1e-4, atol=1e-6)
+    msg = judge.compare_values(close, torch.tensor([1.0, 2.2]), torch.tensor([1.0, 2.0], dtype=torch.float64))
+    assert "max abs error 0.2" in msg and "max relative error 0.1" in msg
+    nan = judge.value_problem(close, torch.tensor([float("nan"), 1.0]), torch.tensor([0.5, 1.0], dtype=torch.float64))
+    assert "NaN" in nan and "inf / inf" in nan and "subtract the maximum" in nan
+    error = "ValueError: arange's range must be a power of 2\n  File ..."
+    assert "hint: tl.arange(start, end) needs end - start to be a power of 2" in judge._error_text(error)
+    assert "hint:" not in judge._error_text("ValueError: something else")
