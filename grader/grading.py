@@ -284,7 +284,8 @@ class GradingContext:
         # under every one of its configs (each case runs every config).
         if self.task.cases and not any(self.case_verdict(i).ok for i in range(len(self.task.cases))):
             if not seen:  # nothing to autotune: the test only asks for a working kernel
-                return judge.Verdict(False, "no case passes (this test needs at least one passing case)")
+                return judge.Verdict(False, "no case passes: no kernel of this task must be autotuned, so this test "
+                                            "only asks for one passing case (the case tests say what fails)")
             return judge.Verdict(False, "; ".join(seen) + ", but no case passes under all of them "
                                  "(autotune points need a working autotuned kernel)")
         return judge.Verdict(True, "; ".join(seen) or "no kernel of this task must be autotuned")

@@ -154,17 +154,20 @@ def test_torch_ops_must_be_a_list_of_names(tmp_path):
         load_task(folder)
 
 
-CASES_LINE = re.compile(r"Cases \((\d+) of them, ([\d.]+) points each\): (.*)")
+CASES_LINE = re.compile(r"Cases \((\d+) of them(?:, ([\d.]+) points each|; points in brackets)\): (.*)")
 
 
-def spec_case_lists() -> list[tuple[Path, int, float, list[str]]]:
-    """Every statement's 'Cases (N of them, P points each): `id` (...); ...' line, read back."""
+def spec_case_lists() -> list[tuple[Path, int, list[float], list[str]]]:
+    """Every statement's 'Cases (N of them, P points each): `id` (...); ...' line (or 'Cases (N of them; points
+    in brackets): `id` [P] (...); ...'), read back: the count, each case's points and its id."""
     found = []
     for spec in sorted((ROOT / "tasks").glob("*/spec.md")):
         for line in spec.read_text().splitlines():
             m = CASES_LINE.match(line)
             if m:
-                found.append((spec, int(m[1]), float(m[2]), re.findall(r"`([\w.]+)` \(", m[3])))
+                listed = re.findall(r"`([\w.]+)` (?:\[([\d.]+)\] )?\(", m[3])
+                points = [float(m[2]) if m[2] else float(p or "nan") for _, p in listed]
+                found.append((spec, int(m[1]), points, [i for i, _ in listed]))
     return found
 
 
@@ -176,4 +179,4 @@ def test_statements_list_the_public_cases_that_task_yaml_grades():
     for spec, count, points, ids in lists:
         public = [c for c in load_task(spec.parent).cases if c.visibility == "public"]
         assert (count, ids) == (len(public), [c.id for c in public]), spec
-        assert all(abs(c.points - points) < 1e-9 for c in public), spec
+        assert all(abs(c.points - p) < 1e-9 for c, p in zip(public, points)), spec
