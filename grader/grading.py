@@ -551,7 +551,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         results: dict[int, TaskResult] = {}
         # Identical files for one task are graded once: every later copy gets the first one's result under its
         # own name (`reused`), and its staff JSON says whose run it was.
-        first_of: dict[tuple[str, str], int] = {}
+        first_of: dict[tuple[str, int], int] = {}
         copies: dict[int, list[int]] = {}
         static_s: dict[int, float] = {}
         oracle_s: dict[str, float] = {}
@@ -559,7 +559,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             folders = tree.job(f"job-{n:04d}")
             try:
                 source = job.submission.read_bytes()
-                same = first_of.setdefault((hashlib.sha256(source).hexdigest(), job.task.id), n)
+                # the task object, not only its id: a test may grade one file against two variants of a task
+                same = first_of.setdefault((hashlib.sha256(source).hexdigest(), id(job.task)), n)
                 if same != n:
                     copies.setdefault(same, []).append(n)
                     contexts.append((job, folders, GradingContext(job.task, device, static.StaticReport(), [],
