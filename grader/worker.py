@@ -183,9 +183,19 @@ def find_autotuners(module) -> list:
     return found
 
 
-def _student_frames(tb, path: str) -> list[str]:
-    frames = [f for f in traceback.extract_tb(tb) if os.path.abspath(f.filename) == path]
-    return [f"line {f.lineno} in {f.name}: {f.line}" for f in frames]
+def _student_frames(exc: BaseException, path: str) -> list[str]:
+    """The submission's lines in an exception's traceback, and in those of the exceptions it was raised from: the
+    interpreter raises InterpreterError from the kernel's own error, whose traceback holds the kernel's line."""
+    chain, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        chain.append(exc)
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    lines = []
+    for link in reversed(chain):  # outermost last: the innermost frames (a kernel's line) come last
+        frames = [f for f in traceback.extract_tb(link.__traceback__) if os.path.abspath(f.filename) == path]
+        lines += [f"line {f.lineno} in {f.name}: {f.line}" for f in frames]
+    return list(dict.fromkeys(lines))
 
 
 STUDENT_TEXT = 600
@@ -202,7 +212,7 @@ def _error_record(exc: BaseException, path: str) -> dict:
         text = text[:STUDENT_TEXT] + f"... ({len(text) - STUDENT_TEXT} more characters)"
     return {
         "error": text,
-        "where": _student_frames(exc.__traceback__, path)[-3:],
+        "where": _student_frames(exc, path)[-3:],
         "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:],
     }
 

@@ -202,3 +202,19 @@ print([describe(f) for f in audit.take()])
     inside, claims_more = out.stdout.strip().splitlines()
     assert inside == "True []", inside
     assert "rows (line 10): tl.load read 48 address(es) outside every tensor" in claims_more, claims_more  # rows 5-7
+
+
+def test_an_error_inside_an_interpreted_kernel_names_the_kernel_line(tmp_path):
+    """The interpreter raises InterpreterError from the kernel's own error; the line a student needs is in the
+    traceback of the error it was raised from (a tl.arange over KH = 3 in puzzle 10)."""
+    task = load_task(ROOT / "tasks" / "puzzle10_conv2d")
+    task = task.subset({"n5_7x19_k3x2_b2"}, autotune_points=0.0)
+    source = (task.folder / "solution.py").read_text().replace(
+        "            for p in tl.static_range(KH):\n", "            kk = tl.arange(0, KH)\n            for p in tl.static_range(KH):\n")
+    line = source.splitlines().index("            kk = tl.arange(0, KH)") + 1
+    path = tmp_path / "arange_kh.py"
+    path.write_text(source)
+    (result,) = grade_jobs([Job(task, path, "s")], load_config(), "cpu", workers=1)
+    message = {t.name: t.message for t in result.tests}["n5_7x19_k3x2_b2"]
+    assert f"line {line} in conv2d_kernel: kk = tl.arange(0, KH)" in message
+    assert "hint: tl.arange(start, end) needs end - start to be a power of 2" in message
