@@ -241,6 +241,10 @@ def _hint(node, text: str) -> str:
         return ("a lambda inside a kernel does not compile for a GPU (the interpreter runs it): define the function "
                 "with @triton.jit outside the kernel, or write the expression inline")
     last = text.splitlines()[-1].strip() if text else ""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+            and last.endswith("is not string")):
+        return ("print() in a kernel compiles for a GPU only with a string first, as in print(\"x\", x) or "
+                "tl.device_print(\"x\", x) (the interpreter prints anything); remove it before submitting")
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and re.fullmatch(r"\(triton\.language\.\w+(, triton\.language\.\w+)*,?\)", last)):
         return ""

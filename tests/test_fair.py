@@ -68,6 +68,18 @@ def test_a_libdevice_function_on_a_dtype_it_lacks_is_named_with_the_dtypes_it_ta
     assert _hint(call, "some other error") == "" and libdevice_types("no_such_function") == []
 
 
+def test_a_print_without_a_string_first_is_named():
+    """The interpreter prints anything; Triton's compiler says only "fp32[constexpr[32]] is not string"."""
+    import ast
+
+    from grader.gpu_compile import _hint
+
+    call = ast.parse("print(x)").body[0].value
+    assert _hint(call, "at 7:4:\n    print(x)\n    ^\nfp32[constexpr[32]] is not string").startswith(
+        "print() in a kernel compiles for a GPU only with a string first")
+    assert _hint(call, "some other error") == ""
+
+
 P2 = ROOT / "tasks" / "puzzle02_constant_add_block"
 
 
