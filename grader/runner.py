@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,6 +156,14 @@ def spec_env(spec: JobSpec) -> dict[str, str]:
 
 LOG_TAIL = 20000
 """Characters of a worker's log kept for staff (its end: where a crash is)."""
+LOG_CAP = 8 << 20
+"""A worker's log is cut back to its first LOG_HEAD bytes whenever it grows past this (the runner checks as it
+waits; the worker appends, so what it prints next follows the head). What a file prints never reaches the
+sandbox's file-size limit, where each print would raise "File too large" and fail whatever case it was in: a file
+printing 100 MB a call failed 3 of 17 cases, depending on how full each worker's log was."""
+LOG_HEAD = 64 << 10
+POLL_S = 0.5
+"""The longest the runner waits between two looks at a worker's record stream and log."""
 
 
 def tail(path: Path, chars: int) -> str:
@@ -166,6 +175,27 @@ def tail(path: Path, chars: int) -> str:
             return fh.read().decode(errors="replace")[-chars:]
     except OSError as exc:
         return f"(no log: {exc})"
+
+
+def head(path: Path, chars: int) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4 * chars).decode(errors="replace")[:chars]
+    except OSError as exc:
+        return f"(no log: {exc})"
+
+
+def cap_log(path: Path) -> int:
+    """Cut a worker's log back to its first LOG_HEAD bytes when it has grown past LOG_CAP; returns the bytes
+    dropped (0 when it had not). The log is the runner's file: the worker only appends to it."""
+    try:
+        size = os.stat(path).st_size
+        if size <= LOG_CAP:
+            return 0
+        os.truncate(path, LOG_HEAD)
+        return size - LOG_HEAD
+    except OSError:
+        return 0
 
 
 def worker_job(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]) -> WorkerJob:
@@ -212,14 +242,20 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
     finally:
         os.close(log_fd)
         os.close(records_fd)
-    ended, quiet_s = _wait(proc, timeout_s, spec.stall_s, records_path)
+    dropped = [0]
+    ended, quiet_s = _wait(proc, timeout_s, spec.stall_s, records_path, lambda: dropped.__setitem__(
+        0, dropped[0] + cap_log(log_path)))
     timed_out = ended != "ended"
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
     except (ProcessLookupError, PermissionError, TypeError):
         pass
     proc.wait(30)
+    dropped[0] += cap_log(log_path)
     text = tail(log_path, LOG_TAIL)
+    if dropped[0]:  # for staff: the start of what it printed, how much went, and the end
+        text = (head(log_path, LOG_TAIL // 4) + f"\n... [the grader dropped {dropped[0] / 1e6:.1f} MB of what the "
+                f"worker printed here] ...\n" + text[-(3 * LOG_TAIL) // 4:])
     return WorkerRun(records=records_path, returncode=None if timed_out else proc.returncode, timed_out=timed_out,
                      seconds=time.monotonic() - start, log=text, run_id=run_id, cases=list(cases),
                      stalled_s=spec.stall_s if ended == "stalled" else 0.0, quiet_s=round(quiet_s, 2),
@@ -239,11 +275,12 @@ SAFE_PATH = ("-P",) if sys.version_info >= (3, 11) else ()
 """No working directory on a worker's (or the fork server's) sys.path: python -P (PYTHONSAFEPATH in the env)."""
 
 
-def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Path) -> tuple[str, float]:
+def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Path,
+          each: Callable[[], None] = lambda: None) -> tuple[str, float]:
     """Wait for the worker: "ended", "timeout" (still running at `timeout_s`) or "stalled" (its record stream
     unchanged for `stall_s` seconds; 0: no stall limit), and the longest stretch it went without a progress
     report (0 without a stall limit). The stream's time is the worker's doing, so a worker can only delay its
-    stop this way, never past the time limit."""
+    stop this way, never past the time limit. `each` runs at every look (the log's cap)."""
     start = time.monotonic()
     last = time.time()  # the stall clock starts with the worker
     quiet = 0.0
@@ -251,9 +288,12 @@ def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Pa
         left = timeout_s - (time.monotonic() - start)
         if left <= 0:
             return "timeout", max(quiet, time.time() - last)
+        each()
         if not stall_s:
-            return ("ended" if proc.wait(left) else "timeout"), 0.0
-        if proc.wait(min(left, max(0.05, stall_s / 20))):
+            if proc.wait(min(left, POLL_S)):
+                return "ended", 0.0
+            continue
+        if proc.wait(min(left, POLL_S, max(0.05, stall_s / 20))):
             return "ended", max(quiet, time.time() - last)
         try:
             mtime = status.stat().st_mtime

@@ -197,3 +197,25 @@ def test_identical_files_are_graded_once(cfg, small10, tmp_path, monkeypatch):
     assert a.score == b.score == c.score == a.max_score
     assert (b.student, b.submission) == ("bob", str(files[1])) and b.tests == a.tests
     assert "ann/a.py" in b.staff["reuses"] and "reuses" not in a.staff and "reuses" not in c.staff
+
+
+def test_printing_never_decides_a_verdict(cfg, small10, tmp_path, monkeypatch):
+    """A file that prints megabytes a call gets the verdicts of the same file without the prints: the runner cuts
+    the worker's log back as it grows (runner.cap_log), so a print never meets the sandbox's file-size limit
+    (here 8 MiB, with the log cut back past 1 MiB; before, each print past the limit raised 'File too large')."""
+    from grader import runner
+
+    monkeypatch.setattr(runner, "LOG_CAP", 1 << 20)
+    monkeypatch.setattr(runner, "POLL_S", 0.02)
+    printer = tmp_path / "printer.py"
+    loud = ("    for _ in range(120):\n        print('x' * 100_000)\n        sum(range(20_000))\n"
+            "    n_elements = x.numel()\n")
+    printer.write_text(SOLUTION.replace("    n_elements = x.numel()\n", loud, 1))
+    quiet = tmp_path / "quiet.py"
+    quiet.write_text(SOLUTION)
+    small_files = dataclasses.replace(cfg, sandbox=SandboxConfig(limits={"file_size_mb": 8}))
+    loud_r, quiet_r = grade_jobs([Job(small10, printer, "loud"), Job(small10, quiet, "quiet")], small_files, "cpu",
+                                 workers=2)
+    assert [(t.name, t.outcome) for t in loud_r.tests] == [(t.name, t.outcome) for t in quiet_r.tests]
+    assert loud_r.score == quiet_r.score == quiet_r.max_score
+    assert "the grader dropped" in loud_r.staff["worker_log"]
