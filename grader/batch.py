@@ -25,6 +25,7 @@ import io
 import json
 import math
 import os
+import sys
 import tempfile
 import threading
 from collections.abc import Callable
@@ -125,6 +126,11 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
             mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
             planned.append(Planned(student, tasks[task_id], path, sha, times.get((student, task_id), mtime)))
 
+    warning = mtime_lateness_warning(planned, hw, bool(manifest))
+    if warning:
+        show(warning)
+        print(warning, file=sys.stderr)
+
     # Durable: each job is recorded the moment it is judged (its student and staff JSON in place, then its ledger
     # row), so a batch killed at any point keeps what it graded and the rerun grades only the rest.
     by_key = {(p.student, p.task.id): p for p in planned}
@@ -132,20 +138,21 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
     recorded: set[tuple[str, str]] = set()
     lock = threading.Lock()  # on_result may come from more than one thread
 
-    def record(r: TaskResult) -> None:
+    def record(r: TaskResult) -> str:
         p = by_key.get((r.student, r.task)) or by_path.get(r.submission)
         if p is None:
             raise KeyError(f"a result for {r.student}/{r.task} ({r.submission}) that this batch did not plan")
         with lock:
             if (p.student, p.task.id) in recorded:
-                return
+                return ""
             report.save_pictures(r, out / p.student)
-            record_result(ledger, out, hw, version, p, r)
+            late = record_result(ledger, out, hw, version, p, r)
             recorded.add((p.student, p.task.id))
+            return late
 
     def on_result(r: TaskResult) -> None:
-        record(r)
-        show(report.summary(r) + "\n")
+        late = record(r)
+        show(report.summary(r) + (f"\n{late}" if late else "") + "\n")
 
     results = grade([Job(p.task, p.path, p.student) for p in planned], cfg, device, workers,
                     on_result=on_result) if planned else []
@@ -162,7 +169,21 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
     return rows
 
 
-def record_result(ledger: Ledger, out: Path, hw: Homework, version: str, p: Planned, r: TaskResult) -> None:
+def mtime_lateness_warning(planned: list[Planned], hw: Homework, have_manifest: bool) -> str:
+    """A warning when, with no manifest, at least half of the files (and 3 or more) are late by their modification
+    times: a class copied or unzipped after the deadline would be graded all late, 0 points past max_days."""
+    if have_manifest or hw.deadline is None or not planned:
+        return ""
+    late = [p for p in planned if late_days(p.submitted_at, hw.deadline)]
+    if len(late) < 3 or 2 * len(late) < len(planned):
+        return ""
+    return (f"warning: {len(late)} of {len(planned)} files are past the deadline by their modification times (no "
+            f"--manifest): if the class was copied or unzipped after {hw.deadline.isoformat()}, every one of them "
+            "is graded late. Pass --manifest with each file's submission time (student,task,submitted_at: a "
+            "Gradescope or LMS export; README: TAs)")
+
+
+def record_result(ledger: Ledger, out: Path, hw: Homework, version: str, p: Planned, r: TaskResult) -> str:
     """Write one graded job's student and staff JSON, then its ledger row: a batch that finds the row finds the
     files too (each file is replaced whole, so a kill leaves the old one or the new one, never a part)."""
     days = late_days(p.submitted_at, hw.deadline)
@@ -181,6 +202,7 @@ def record_result(ledger: Ledger, out: Path, hw: Homework, version: str, p: Plan
                   submitted_at=p.submitted_at.isoformat(), graded_at=r.graded_at, raw_score=r.score,
                   score=data["score"], max_score=r.max_score, late_days=days, grader_version=version,
                   result_path=str(result_path))
+    return (f"  late: {data['late']}: score {data['score']:g} / {r.max_score:g}" if days else "")
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -121,6 +121,32 @@ def test_manifest_times_decide_lateness(setup, task10, tmp_path):
     assert gradescope["tests"][-1]["name"].endswith("/ late") and "2 day(s) late" in gradescope["tests"][-1]["output"]
 
 
+def test_lateness_from_file_times_is_said_aloud(setup, task10):
+    """No manifest, and the files' times are past the deadline for most of the class (a class unzipped after
+    it): batch warns once, and each late result's line says it is late and what it keeps; on-time files are
+    quiet. With a manifest, nothing is guessed from file times."""
+    hw, cfg, root, results, tasks = setup
+    for student in ("bea", "cid", "dan"):
+        (root / student).mkdir()
+        _submit(root, task10.id, 2.0, DEADLINE + dt.timedelta(days=400), student=student)
+    _submit(root, task10.id, 2.0, DEADLINE - dt.timedelta(days=1))
+    said = []
+    run_batch(root, hw, tasks, cfg, "cpu", results, grade=FakeGrader(calls_back=True), show=said.append)
+    warnings = [s for s in said if s.startswith("warning:")]
+    assert len(warnings) == 1 and "3 of 4 files are past the deadline by their modification times" in warnings[0]
+    assert "--manifest" in warnings[0]
+    late_lines = [s for s in said if "late:" in s]
+    assert len(late_lines) == 3 and all("0% of the points kept" in s and "score 0 / 2" in s for s in late_lines)
+
+    manifest = results.parent / "times.csv"
+    manifest.write_text("student,task,submitted_at\n" + "".join(
+        f"{s},{task10.id},2025-11-09T10:00:00+03:00\n" for s in ("ann", "bea", "cid", "dan")))
+    said.clear()
+    run_batch(root, hw, tasks, cfg, "cpu", results.parent / "r2", grade=FakeGrader(calls_back=True),
+              manifest=manifest, show=said.append)
+    assert not [s for s in said if s.startswith("warning:") or "late:" in s]
+
+
 def test_each_job_is_on_disk_and_in_the_ledger_as_soon_as_it_is_judged(setup, task10, tmp_path):
     """A batch that dies after its first job was judged keeps that job (its JSON files, then its ledger row), and
     its rerun grades only the other job and ends with the gradebook of a batch that never died."""
