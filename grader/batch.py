@@ -194,15 +194,40 @@ def record_result(ledger: Ledger, out: Path, hw: Homework, version: str, p: Plan
     if days:
         data["late"] = (f"{days} day(s) late: {factor:.0%} of the points kept "
                         f"(policy: -{hw.late_penalty_per_day:.0%} per day, 0 after {hw.late_max_days})")
-    result_path = out / p.student / f"{p.task.id}.json"
+    # Every attempt keeps its own files (attempts/<task>.<sha>.json); <task>.json is the attempt the homework
+    # counts, as the gradebook, results.json and the summary count it (the ledger decides, `publish_counted`).
+    result_path = out / p.student / ATTEMPTS / f"{p.task.id}.{p.sha256[:12]}.json"
     result_path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / p.student / f"{p.task.id}.staff.json", json.dumps(r.staff_json(), indent=2) + "\n")
+    write_atomic(result_path.with_suffix(".staff.json"), json.dumps(r.staff_json(), indent=2) + "\n")
     write_atomic(result_path, json.dumps(data, indent=2) + "\n")
-    ledger.record(homework=hw.id, student=p.student, task=p.task.id, sha256=p.sha256,
-                  submitted_at=p.submitted_at.isoformat(), graded_at=r.graded_at, raw_score=r.score,
-                  score=data["score"], max_score=r.max_score, late_days=days, grader_version=version,
-                  result_path=str(result_path))
+    row = dict(homework=hw.id, student=p.student, task=p.task.id, sha256=p.sha256,
+               submitted_at=p.submitted_at.isoformat(), graded_at=r.graded_at, raw_score=r.score,
+               score=data["score"], max_score=r.max_score, late_days=days, grader_version=version,
+               result_path=str(result_path))
+    # The counted copy first, then the ledger row: a batch killed in between regrades this file and publishes
+    # again; one that finds the row finds every file it names.
+    previous = ledger.attempts(hw.id, p.student, p.task.id)
+    publish_counted(previous + [Attempt(id=max([a.id for a in previous], default=0) + 1, **row)], out, hw,
+                    p.student, p.task.id)
+    ledger.record(**row)
     return (f"  late: {data['late']}: score {data['score']:g} / {r.max_score:g}" if days else "")
+
+
+ATTEMPTS = "attempts"
+
+
+def publish_counted(attempts: list[Attempt], out: Path, hw: Homework, student: str, task_id: str) -> None:
+    """results/<student>/<task>.json (and .staff.json): a copy of the attempt the homework counts (best or last,
+    among the ledger's `attempts`), which every other view reads: results.json, the summary. The staff file
+    first: whoever finds the student file finds both."""
+    chosen = counted(attempts, hw.counts)
+    if chosen is None:
+        return
+    source = Path(chosen.result_path)
+    target = out / student / f"{task_id}.json"
+    for src, dst in ((source.with_suffix(".staff.json"), target.with_suffix(".staff.json")), (source, target)):
+        if src.is_file() and src.resolve() != dst.resolve():
+            write_atomic(dst, src.read_text())
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -244,7 +269,7 @@ def gradebook(ledger: Ledger, hw: Homework, students: list[str]) -> dict[str, di
 
 
 def write_gradescope(out: Path, student: str, hw: Homework) -> None:
-    """results/<student>/results.json in Gradescope's autograder format, from the latest result of each task: the
+    """results/<student>/results.json in Gradescope's autograder format, from the counted result of each task: the
     points (late rule applied) from the student JSON, the messages from the staff JSON (Gradescope hides a test
     by its visibility, where the student JSON has no message for a test that is not public)."""
     tests = []

@@ -11,6 +11,19 @@ from grader import report
 from grader.config import ROOT, ConfigError, discover_tasks, load_config
 from grader.grading import Job, TaskResult, grade_jobs, resolve_device
 
+CHECKS = "checks"
+"""Where `grade` and `grade-dir` write by default: a folder of their own under the results folder, never the
+files `batch` keeps for a class (its ledger decides those)."""
+
+
+def _batch_owns(folder: Path) -> bool:
+    """True (and a message on stderr) when `folder` holds a class's records, which only `batch` writes."""
+    if (folder / "ledger.sqlite").exists():
+        print(f"{folder} holds a class's records (ledger.sqlite): only `batch` writes there, so that its gradebook, "
+              "results.json and student files agree; grade into another folder (--out, --json)", file=sys.stderr)
+        return True
+    return False
+
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default=None,
@@ -34,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(g)
     d = sub.add_parser("grade-dir", help="grade every <task_id>.py in one or more student folders")
     d.add_argument("folders", type=Path, nargs="+", metavar="folder")
-    d.add_argument("--out", type=Path, default=None, help="results folder (default: config.yaml's results_dir)")
+    d.add_argument("--out", type=Path, default=None,
+                   help="results folder (default: config.yaml's results_dir/checks; never a folder batch keeps)")
     _common(d)
     b = sub.add_parser("batch", help="grade a class: attempts, deadline, ledger, gradebook")
     b.add_argument("root", type=Path, help="folder of <student>/<task_id>.py")
@@ -99,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"no such file: {args.file}", file=sys.stderr)
             return 2
         job = Job(tasks[args.task], args.file, args.student or args.file.resolve().parent.name)
-        folder = args.json.parent if args.json else ROOT / cfg.results_dir / job.student
+        folder = args.json.parent if args.json else ROOT / cfg.results_dir / CHECKS / job.student
+        if _batch_owns(folder) or _batch_owns(folder.parent):
+            return 2
         (result,) = grade_jobs([job], cfg, device, args.workers, on_result=partial(show, pictures=folder),
                                backend=args.backend,
                                address=args.address)
@@ -119,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         if not jobs:
             print("no <task_id>.py files found", file=sys.stderr)
             return 2
-        out = args.out or ROOT / cfg.results_dir
+        out = args.out or ROOT / cfg.results_dir / CHECKS
+        if _batch_owns(out):
+            return 2
         results = grade_jobs(jobs, cfg, device, args.workers,
                              on_result=lambda r: show(r, pictures=out / r.student), backend=args.backend,
                              address=args.address)

@@ -121,6 +121,49 @@ def test_manifest_times_decide_lateness(setup, task10, tmp_path):
     assert gradescope["tests"][-1]["name"].endswith("/ late") and "2 day(s) late" in gradescope["tests"][-1]["output"]
 
 
+class ScoredFakeGrader(FakeGrader):
+    """FakeGrader whose results carry one test worth the whole score (so that results.json has entries)."""
+
+    def __call__(self, jobs, cfg, device, workers, on_result=None):
+        from grader.results import TestResult
+
+        out = super().__call__(jobs, cfg, device, workers)
+        for r in out:
+            r.tests = [TestResult("case", "passed" if r.score == r.max_score else "failed", r.score, r.max_score,
+                                  "what the case said")]
+            if on_result:
+                on_result(r)
+        return out
+
+
+@pytest.mark.parametrize("counts", ["best", "last"])
+def test_every_view_counts_the_attempt_the_homework_counts(setup, task10, counts):
+    """A right file and then a worse one: the gradebook, results/<student>/<task>.json, results.json (what a course
+    takes to Gradescope) and the summary all show the attempt `counts` picks; every attempt keeps its own files;
+    and grade-dir refuses to write over a class's records."""
+    hw, cfg, root, out, tasks = setup
+    tid = task10.id
+    day = DEADLINE - dt.timedelta(days=2)
+    _submit(root, tid, 2.0, day)
+    _run(setup, ScoredFakeGrader(), counts=counts)
+    _submit(root, tid, 0.5, day + dt.timedelta(hours=1))
+    rows = _run(setup, ScoredFakeGrader(), counts=counts)
+    want = 2.0 if counts == "best" else 0.5
+    assert rows["ann"][tid] == want
+    assert json.loads((out / "ann" / f"{tid}.json").read_text())["score"] == want
+    assert json.loads((out / "ann" / f"{tid}.staff.json").read_text())["score"] == want
+    assert json.loads((out / "ann" / "results.json").read_text())["score"] == want
+    assert f"ann,{want},{want},no" in (out / "gradebook.csv").read_text()
+    kept = sorted(json.loads(f.read_text())["score"] for f in (out / "ann" / "attempts").glob(f"{tid}.*.json")
+                  if not f.name.endswith(".staff.json"))
+    assert kept == [0.5, 2.0]
+
+    refused = subprocess.run([sys.executable, "-m", "grader", "grade-dir", str(root / "ann"), "--out", str(out)],
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "only `batch` writes there" in refused.stderr
+    assert json.loads((out / "ann" / f"{tid}.json").read_text())["score"] == want
+
+
 def test_lateness_from_file_times_is_said_aloud(setup, task10):
     """No manifest, and the files' times are past the deadline for most of the class (a class unzipped after
     it): batch warns once, and each late result's line says it is late and what it keeps; on-time files are
