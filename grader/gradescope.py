@@ -164,12 +164,14 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
         device: str | None = None) -> int:
     """Grade the submission's files for every task of the homework and write Gradescope's results.json. Always
     writes it: an error of the grader itself gives 0 points with a message (fail closed) and the traceback on
-    stdout, which only staff see."""
+    stdout, which only staff see, and exits 1, so that the run shows as failed to staff (a broken task.yaml in
+    the bundle used to give every student 0 with exit code 0, and nothing flagged it)."""
     from grader import report
     from grader.grading import Job, grade_jobs, resolve_device
 
     start = time.monotonic()
     results.parent.mkdir(parents=True, exist_ok=True)
+    code = 0
     try:
         tasks, broken = discover_tasks()
         cfg = load_config(config, tasks)
@@ -202,9 +204,10 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
         traceback.print_exc()
         data = results_json([], f"The autograder itself failed ({type(exc).__name__}); no points were given. "
                                 f"Tell the course staff: they see the details.", time.monotonic() - start)
+        code = 1
     results.write_text(json.dumps(data, indent=2) + "\n")
     print(f"results: {results} ({data['score']:g} points)", flush=True)
-    return 0
+    return code
 
 
 def default_root() -> Path:

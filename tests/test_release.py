@@ -184,9 +184,10 @@ def test_gradescope_bundle(tmp_path):
 
 
 def test_gradescope_run_fails_closed(tmp_path):
-    """A grader that cannot run (here: an unknown homework) still writes results.json: 0 points, a message."""
+    """A grader that cannot run (here: an unknown homework) still writes results.json: 0 points, a message, and
+    exits 1 (a staff error shows as a failed run, not as a class of zeros)."""
     results = tmp_path / "results" / "results.json"
     code = gradescope.run("no_such_homework", tmp_path / "submission", results)
     data = json.loads(results.read_text())
     jsonschema.validate(data, gradescope.RESULTS_SCHEMA)
-    assert code == 0 and data["score"] == 0 and "autograder itself failed" in data["output"]
+    assert code == 1 and data["score"] == 0 and "autograder itself failed" in data["output"]
