@@ -256,7 +256,7 @@ class GradingContext:
             return None
         gate = "imports" if self.static.imports else "signatures"
         problems = self.static.imports or self.static.signatures
-        return f"not run: the {gate} check failed ({problems[0]})"
+        return f"not run: the {gate} check failed ({problems[0].splitlines()[0]}; the {gate} test says more)"
 
     def autotune_verdict(self) -> judge.Verdict:
         why = self._not_run()

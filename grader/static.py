@@ -163,6 +163,11 @@ def check_source(source: str, task: TaskSpec, always_allowed: list[str] | None =
         tree = ast.parse(source)
     except SyntaxError as exc:
         msg = f"{at(exc.lineno)} syntax error: {exc.msg}"
+        line = (exc.text or "").rstrip("\n")
+        if line.strip():  # the line and a caret under where Python stopped, as Python prints them
+            indent = len(line) - len(line.lstrip())
+            caret = max(0, (exc.offset or indent + 1) - 1 - indent)
+            msg += f"\n    {line.strip()}\n    {' ' * caret}^"
         report.imports.append(msg)
         report.signatures.append(msg)
         return report

@@ -58,6 +58,14 @@ def test_syntax_error_fails_both_gates(task10):
     assert report.imports and report.signatures and "syntax error" in report.imports[0]
 
 
+def test_a_syntax_error_shows_its_line_and_a_caret(task10):
+    """As Python prints it: the line and a caret under where parsing stopped (it once read only ':119: syntax
+    error: invalid syntax')."""
+    report = check_source("import torch\n\n\ndef f(x):\n    y = x +* 2\n    return y\n", task10, filename="s.py")
+    assert report.imports[0].splitlines() == ["s.py:5: syntax error: invalid syntax", "    y = x +* 2",
+                                              "           ^"]  # under the '*', where parsing stopped
+
+
 def test_reaching_around_the_whitelist_is_flagged(task10):
     src = GOOD + "\nt = torch.os.getcwd()\nf = open('reference/x.py')\ntorch.empty = None\ntl.store.x = 1\n"
     problems = "\n".join(check_source(src, task10).imports)
