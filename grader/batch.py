@@ -314,10 +314,14 @@ def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path) ->
         tally: dict[str, list[int]] = {}
         shown: dict[str, str] = {}
         for student in rows:
-            result = out / student / f"{task_id}.json"
+            result = out / student / f"{task_id}.staff.json"  # the tests' own names (the student file's hide some)
+            if not result.is_file():
+                result = result.with_name(f"{task_id}.json")
             if not result.is_file():
                 continue
             for t in json.loads(result.read_text()).get("tests", []):
+                if t.get("outcome") == "not run":  # not run on this device (a speed test on the CPU): no rate
+                    continue
                 tally.setdefault(t["name"], [0, 0])
                 shown[t["name"]] = t.get("visibility", "public")
                 tally[t["name"]][0] += t["outcome"] == "passed"

@@ -55,11 +55,20 @@ class TaskResult:
     """In the student kit: the tests it leaves out ({cases, speed_tests, points, message}); empty elsewhere."""
 
     def student_json(self) -> dict:
-        """What the student may see: no staff detail, and of a test that is not public only its outcome and
-        points (the staff JSON and Gradescope's results, which gate by visibility themselves, keep the message)."""
+        """What the student may see: no staff detail, and of a test that is not public only its outcome, points
+        and a neutral name, `hidden_1`, `hidden_2`... in the task's order (a case id tells its shape); the CPU
+        sizes of such cases are left out of `environment`. The staff JSON and Gradescope's results, which gate by
+        visibility themselves, keep names and messages."""
         data = self.staff_json()
         data.pop("staff")
+        secret = set()
+        for k, test in enumerate((t for t in data["tests"] if t.get("visibility", "public") != "public"), 1):
+            secret.add(test["name"])
+            test["name"] = f"hidden_{k}"
         data["tests"] = [_student_test(t) for t in data["tests"]]
+        smaller = data.get("environment", {}).get("smaller_on_cpu")
+        if isinstance(smaller, dict):
+            data["environment"]["smaller_on_cpu"] = {k: v for k, v in smaller.items() if k not in secret}
         return data
 
     def staff_json(self) -> dict:
