@@ -110,6 +110,7 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
     ledger = Ledger(out / "ledger.sqlite")
     students = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     planned: list[Planned] = []
+    refused: dict[str, dict[str, dict]] = {student: {} for student in students}
     for student in students:
         for task_id in hw.tasks:
             path = root / student / f"{task_id}.py"
@@ -121,6 +122,9 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
                 continue  # resume: graded before, by this grader
             if hw.max_attempts and sha not in {a.sha256 for a in previous} \
                     and len({a.sha256 for a in previous}) >= hw.max_attempts:
+                why = (f"your latest {task_id}.py was not graded: the limit of {hw.max_attempts} graded attempts "
+                       "is reached; your points are those of the attempt already counted")
+                refused[student][task_id] = {"sha256": sha, "why": why}
                 show(f"{student}/{task_id}: not graded: the limit of {hw.max_attempts} attempts is reached")
                 continue
             mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
@@ -161,7 +165,13 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
 
     rows = gradebook(ledger, hw, students)
     ledger.close()
-    for student in students:
+    for student in students:  # what was refused this time, for the student's results.json (gone once it is not)
+        path = out / student / REFUSED
+        if refused[student]:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, json.dumps(refused[student], indent=2) + "\n")
+        elif path.is_file():
+            path.unlink()
         write_gradescope(out, student, hw)
     write_gradebook(rows, hw, out / "gradebook.csv")
     write_summary(rows, hw, out, out / "summary.md")
@@ -214,6 +224,8 @@ def record_result(ledger: Ledger, out: Path, hw: Homework, version: str, p: Plan
 
 
 ATTEMPTS = "attempts"
+REFUSED = "refused.json"
+"""results/<student>/refused.json: the tasks whose current file the batch did not grade, and why."""
 
 
 def publish_counted(attempts: list[Attempt], out: Path, hw: Homework, student: str, task_id: str) -> None:
@@ -285,6 +297,11 @@ def write_gradescope(out: Path, student: str, hw: Homework) -> None:
         if data.get("late"):
             tests.append({"name": f"{task_id} / late", "score": 0, "max_score": 0, "output": data["late"],
                           "visibility": "visible"})
+    refused_path = out / student / REFUSED
+    refused = json.loads(refused_path.read_text()) if refused_path.is_file() else {}
+    for task_id, entry in refused.items():
+        tests.append({"name": f"{task_id} / not graded", "score": 0, "max_score": 0, "output": entry["why"],
+                      "visibility": "visible"})
     if tests:
         data = gradescope.results_json(tests)
         write_atomic(out / student / "results.json", json.dumps(data, indent=2) + "\n")

@@ -103,9 +103,12 @@ def test_resume_limit_best_last_and_late(setup, task10):
     _submit(setup[2], tid, 2.0, on_time)  # a third file: past max_attempts=2, refused
     assert _run(setup, grader)["ann"][tid] == 1.5
     assert len(grader.graded) == 2
+    told = json.loads((out / "ann" / "results.json").read_text())["tests"]  # the student hears of it
+    assert any(t["name"] == f"{tid} / not graded" and "limit of 2 graded attempts" in t["output"] for t in told)
 
     _submit(setup[2], tid, 2.0, DEADLINE + dt.timedelta(minutes=5))  # with room, but one started day late
     rows = _run(setup, grader, max_attempts=5, counts="last")
+    assert not (out / "ann" / "refused.json").exists()  # graded now: nothing refused any more
     assert grader.graded[-1] == "# score: 2.0" and len(grader.graded) == 3
     assert rows["ann"][tid] == 1.5 and rows["ann"]["late"] == "yes"  # 75% of 2.0
 

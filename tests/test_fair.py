@@ -221,8 +221,8 @@ def test_an_error_inside_an_interpreted_kernel_names_the_kernel_line(tmp_path):
     traceback of the error it was raised from (a tl.arange over KH = 3 in puzzle 10)."""
     task = load_task(ROOT / "tasks" / "puzzle10_conv2d")
     task = task.subset({"n5_7x19_k3x2_b2"}, autotune_points=0.0)
-    source = (task.folder / "solution.py").read_text().replace(
-        "            for p in tl.static_range(KH):\n", "            kk = tl.arange(0, KH)\n            for p in tl.static_range(KH):\n")
+    loop = "            for p in tl.static_range(KH):\n"
+    source = (task.folder / "solution.py").read_text().replace(loop, "            kk = tl.arange(0, KH)\n" + loop)
     line = source.splitlines().index("            kk = tl.arange(0, KH)") + 1
     path = tmp_path / "arange_kh.py"
     path.write_text(source)
