@@ -37,6 +37,7 @@ from grader import gradescope, report
 from grader.config import ROOT, CourseConfig, Homework, TaskSpec
 from grader.grading import Job, TaskResult, grade_jobs
 from grader.ledger import Attempt, Ledger
+from grader.status import Outcome
 
 
 def grader_version() -> str:
@@ -103,8 +104,10 @@ GradeFn = Callable[..., list[TaskResult]]
 
 def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, out: Path,
               workers: int = 0, force: bool = False, manifest: Path | None = None,
-              grade: GradeFn = grade_jobs, show: Callable[[str], None] = print) -> dict[str, dict]:
-    """Grade what is new, record it, and rewrite the gradebook. Returns the gradebook rows by student."""
+              grade: GradeFn = grade_jobs, show: Callable[[str], None] = print,
+              verbose: bool = False) -> dict[str, dict]:
+    """Grade what is new, record it, and rewrite the gradebook. Returns the gradebook rows by student. Each job
+    is shown in one line (`verbose`: the full per-test report)."""
     version = grader_version()
     times = read_manifest(manifest)
     ledger = Ledger(out / "ledger.sqlite")
@@ -156,7 +159,10 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
 
     def on_result(r: TaskResult) -> None:
         late = record(r)
-        show(report.summary(r) + (f"\n{late}" if late else "") + "\n")
+        if verbose:
+            show(report.summary(r) + (f"\n{late}" if late else "") + "\n")
+        else:
+            show(report.one_line(r) + (f"\n{late}" if late else ""))
 
     results = grade([Job(p.task, p.path, p.student) for p in planned], cfg, device, workers,
                     on_result=on_result) if planned else []
@@ -337,7 +343,7 @@ def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path) ->
             if not result.is_file():
                 continue
             for t in json.loads(result.read_text()).get("tests", []):
-                if t.get("outcome") == "not run":  # not run on this device (a speed test on the CPU): no rate
+                if t.get("outcome") == Outcome.NOT_RUN.label:  # not run on this device (a CPU speed test)
                     continue
                 tally.setdefault(t["name"], [0, 0])
                 shown[t["name"]] = t.get("visibility", "public")

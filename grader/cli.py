@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--homework", required=True, help="homework id from config.yaml")
     b.add_argument("--out", type=Path, default=None, help="results folder (default: config.yaml's results_dir)")
     b.add_argument("--force", action="store_true", help="regrade files already graded by this grader version")
+    b.add_argument("--verbose", action="store_true", help="each job's full per-test report (default: one line)")
     b.add_argument("--manifest", type=Path, help="CSV student,task,submitted_at (default: file modification times)")
     _common(b)
     s = sub.add_parser("selftest", help="solutions earn full marks, skeletons 0, wrong/ files fail what they declare")
@@ -160,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         rows = run_batch(args.root, cfg.homeworks[args.homework], tasks, cfg, device,
                          args.out or ROOT / cfg.results_dir, args.workers, args.force, args.manifest,
-                         grade=partial(grade_jobs, backend=args.backend, address=args.address))
+                         grade=partial(grade_jobs, backend=args.backend, address=args.address),
+                         verbose=args.verbose or args.staff)
         width = max([len(s) for s in rows] + [7])
         print(f"{'student':{width}}  total  late")
         for student in sorted(rows):

@@ -6,12 +6,25 @@ import json
 from pathlib import Path
 
 from grader.results import TaskResult
+from grader.status import Outcome
 
 
 def device_label(env: dict) -> str:
     if env.get("device") == "cuda":
         return f"cuda ({env.get('gpu') or 'GPU'})"
     return "cpu (Triton interpreter, smaller sizes)"
+
+
+def one_line(result: TaskResult) -> str:
+    """A job in one line, for a class's console: who, which task, the score, and the tests that failed."""
+    ok = (Outcome.PASSED.label, Outcome.NOT_RUN.label)
+    failed = [t.name for t in result.tests if t.outcome not in ok and t.visibility == "public"]
+    hidden = sum(1 for t in result.tests if t.outcome not in ok and t.visibility != "public")
+    what = ", ".join(failed[:4]) + (f" and {len(failed) - 4} more" if len(failed) > 4 else "")
+    if hidden:
+        what += (", " if what else "") + f"{hidden} hidden"
+    return (f"{result.student}/{result.task}: {result.score:g} / {result.max_score:g}"
+            + (f"  failed: {what}" if what else ""))
 
 
 def summary(result: TaskResult, staff: bool = False) -> str:

@@ -133,7 +133,8 @@ class ScoredFakeGrader(FakeGrader):
         out = super().__call__(jobs, cfg, device, workers)
         for r in out:
             r.tests = [TestResult("case", "passed" if r.score == r.max_score else "failed", r.score, r.max_score,
-                                  "what the case said")]
+                                  "what the case said"),
+                       TestResult("speed", "not_run", 0.0, 0.0, "not run on cpu")]
             if on_result:
                 on_result(r)
         return out
@@ -161,10 +162,19 @@ def test_every_view_counts_the_attempt_the_homework_counts(setup, task10, counts
                   if not f.name.endswith(".staff.json"))
     assert kept == [0.5, 2.0]
 
+    summary = (out / "summary.md").read_text()
+    assert f"| {tid} | case |" in summary and "| speed |" not in summary  # a test not run here has no pass rate
+
     refused = subprocess.run([sys.executable, "-m", "grader", "grade-dir", str(root / "ann"), "--out", str(out)],
                              cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "only `batch` writes there" in refused.stderr
     assert json.loads((out / "ann" / f"{tid}.json").read_text())["score"] == want
+
+    said = []  # the console: one line a job by default
+    _submit(root, tid, 1.0, day + dt.timedelta(hours=2))
+    run_batch(root, dataclasses.replace(hw, counts=counts, max_attempts=5), tasks, cfg, "cpu", out,
+              grade=ScoredFakeGrader(), show=said.append)
+    assert f"ann/{tid}: 1 / 2  failed: case" in said
 
 
 def test_lateness_from_file_times_is_said_aloud(setup, task10):
