@@ -107,7 +107,9 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
               grade: GradeFn = grade_jobs, show: Callable[[str], None] = print,
               verbose: bool = False) -> dict[str, dict]:
     """Grade what is new, record it, and rewrite the gradebook. Returns the gradebook rows by student. Each job
-    is shown in one line (`verbose`: the full per-test report)."""
+    is shown in one line (`verbose`: the full per-test report). A results folder holds one class: a batch of
+    another submissions folder into it raises OtherClass (two sections would share attempt counts)."""
+    claim_results_folder(out, root)
     version = grader_version()
     times = read_manifest(manifest)
     ledger = Ledger(out / "ledger.sqlite")
@@ -183,6 +185,28 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
     write_summary(rows, hw, out, out / "summary.md")
     show(f"graded {len(recorded)} new submission(s); gradebook: {out / 'gradebook.csv'}")
     return rows
+
+
+CLASS_FILE = "class.json"
+
+
+class OtherClass(ValueError):
+    """The results folder belongs to the class of another submissions folder."""
+
+
+def claim_results_folder(out: Path, root: Path) -> None:
+    """Record which submissions folder `out` grades (results/class.json), or refuse another one."""
+    path = out / CLASS_FILE
+    here = str(root.resolve())
+    if path.is_file():
+        theirs = json.loads(path.read_text()).get("submissions")
+        if theirs != here:
+            raise OtherClass(f"{out} holds the records of the class in {theirs}, not of {here}: give each class (or "
+                             "section) its own results folder with --out, or they share one ledger and its "
+                             "attempt counts")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps({"submissions": here}, indent=2) + "\n")
 
 
 def mtime_lateness_warning(planned: list[Planned], hw: Homework, have_manifest: bool) -> str:

@@ -154,15 +154,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "batch":
-        from grader.batch import run_batch
+        from grader.batch import OtherClass, run_batch
 
         if args.homework not in cfg.homeworks:
             print(f"unknown homework {args.homework!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
             return 2
-        rows = run_batch(args.root, cfg.homeworks[args.homework], tasks, cfg, device,
-                         args.out or ROOT / cfg.results_dir, args.workers, args.force, args.manifest,
-                         grade=partial(grade_jobs, backend=args.backend, address=args.address),
-                         verbose=args.verbose or args.staff)
+        try:
+            rows = run_batch(args.root, cfg.homeworks[args.homework], tasks, cfg, device,
+                             args.out or ROOT / cfg.results_dir, args.workers, args.force, args.manifest,
+                             grade=partial(grade_jobs, backend=args.backend, address=args.address),
+                             verbose=args.verbose or args.staff)
+        except OtherClass as exc:
+            print(exc, file=sys.stderr)
+            return 2
         width = max([len(s) for s in rows] + [7])
         print(f"{'student':{width}}  total  late")
         for student in sorted(rows):

@@ -308,3 +308,24 @@ def test_a_batch_killed_mid_class_resumes_where_it_stopped(tmp_path):
     assert f"graded {jobs} new submission(s)" in text
     assert (out / "gradebook.csv").read_text() == (whole / "gradebook.csv").read_text()
     assert "bob,0.0,1.0" in (whole / "gradebook.csv").read_text()  # the wrong puzzle scored 0 (a real grading)
+
+
+def test_a_results_folder_holds_one_class(setup, task10, tmp_path):
+    """Two sections graded into one results folder would share a ledger (the same student names, one attempt
+    count): the second is refused, by run_batch and by the command line, and its own folder works."""
+    from grader.batch import OtherClass
+
+    hw, cfg, root, out, tasks = setup
+    _submit(root, task10.id, 2.0, DEADLINE - dt.timedelta(days=1))
+    _run(setup, FakeGrader())
+    other = tmp_path / "section-b"
+    (other / "ann").mkdir(parents=True)
+    _submit(other, task10.id, 1.0, DEADLINE - dt.timedelta(days=1))
+    with pytest.raises(OtherClass, match="its own results folder with --out"):
+        run_batch(other, hw, tasks, cfg, "cpu", out, grade=FakeGrader(), show=lambda s: None)
+    refused = subprocess.run([sys.executable, "-m", "grader", "batch", str(other), "--homework", "hw4_int8",
+                              "--out", str(out), "--device", "cpu"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=120)
+    assert refused.returncode == 2 and "holds the records of the class in" in refused.stderr
+    rows = run_batch(other, hw, tasks, cfg, "cpu", tmp_path / "results-b", grade=FakeGrader(), show=lambda s: None)
+    assert rows["ann"][task10.id] == 1.0
