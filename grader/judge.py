@@ -314,14 +314,23 @@ def bad_values(out: OutputSpec, got: torch.Tensor, ref: torch.Tensor) -> tuple[t
         bad = ~((g == r) | (torch.isnan(g) & torch.isnan(r)))
         rule = "exact match"
     elif out.compare == "rounded":
-        lo = torch.ceil(r - out.window - 0.5)
-        hi = torch.floor(r + out.window + 0.5)
+        lo, hi = rounded_bounds(out, r)
         bad = (g < lo) | (g > hi) | torch.isnan(g)
         rule = f"the rounding of a value within {out.window:g} of the exact one"
     else:
-        bad = ~((g - r).abs() <= out.atol + out.rtol * r.abs())
+        bad = ~((g - r).abs() <= close_tolerance(out, r))
         rule = f"|got - expected| <= {out.atol:g} + {out.rtol:g} * |expected|"
     return bad, rule
+
+
+def rounded_bounds(out: OutputSpec, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The integer codes a "rounded" rule accepts for the exact values `r` (float64): lo <= code <= hi."""
+    return torch.ceil(r - out.window - 0.5), torch.floor(r + out.window + 0.5)
+
+
+def close_tolerance(out: OutputSpec, r: torch.Tensor) -> torch.Tensor:
+    """How far from the expected values `r` (float64) a "close" rule lets an element be."""
+    return out.atol + out.rtol * r.abs()
 
 
 def accepted_range(out: OutputSpec, ref: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -331,7 +340,9 @@ def accepted_range(out: OutputSpec, ref: torch.Tensor, dtype: torch.dtype) -> tu
     judge. None where the rule has no such range (exact, an answer with NaN, a bound no value of `dtype` meets).
 
     The bounds are rounded inwards to `dtype`: for a value g of `dtype`, g >= lo64 holds exactly when g >= the
-    smallest value of `dtype` at or above lo64 (and the same for hi), so the verdict is the float64 rule's."""
+    smallest value of `dtype` at or above lo64 (and the same for hi). A "rounded" range is the float64 rule's
+    exactly; a "close" one lies a few float64 units inside it, so the fast path never accepts what the float64
+    rule would reject."""
     if out.compare not in ("rounded", "close") or dtype == torch.bool or dtype.is_complex:
         return None
     key = (out.compare, out.window, out.atol, out.rtol, dtype)
@@ -340,10 +351,14 @@ def accepted_range(out: OutputSpec, ref: torch.Tensor, dtype: torch.dtype) -> tu
         return cache[key]
     r = ref.double()
     if out.compare == "rounded":
-        lo, hi = torch.ceil(r - out.window - 0.5), torch.floor(r + out.window + 0.5)
+        lo, hi = rounded_bounds(out, r)
     else:
-        tol = out.atol + out.rtol * r.abs()
-        lo, hi = r - tol, r + tol
+        # |g - r| <= tol is computed in float64, with rounding; the range is drawn a few float64 units inside
+        # r -+ tol, so that what it accepts the float64 rule accepts too (an element that close to a bound is
+        # left to the float64 rule: `passes_fast` says "look closer").
+        tol = close_tolerance(out, r)
+        margin = (r.abs() + tol) * 2.0**-48
+        lo, hi = r - tol + margin, r + tol - margin
     found = None
     if not bool(r.isnan().any()):
         if dtype.is_floating_point:

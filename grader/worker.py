@@ -433,7 +433,7 @@ class Stages:
         finally:
             self.add(name, time.perf_counter() - start - (self._compiled - before))
 
-    def watch_compiles(self, gate: GpuGate | None) -> None:
+    def watch_compiles(self, gate: GpuGate | None, dynamo: bool = False) -> None:
         """Count the seconds of Triton's compilations (`triton.compiler.compile`, which a kernel's first launch
         with a new key calls, in every supported Triton), and let a shared hold of the GPU gate go while one
         runs: compiling is CPU work, and a timer waiting for the room should not wait for it."""
@@ -457,7 +457,7 @@ class Stages:
         triton.compiler.compile = compile
         if triton.compile is orig:  # Inductor's kernels (a staff baseline) compile through triton.compile
             triton.compile = compile
-        if gate is None:
+        if gate is None or not dynamo:
             return
         # torch.compile's first call of a staff baseline traces and compiles for seconds (Dynamo, Inductor) inside
         # a timing worker's warm-up: the gate's shared hold is let go meanwhile too.
@@ -549,7 +549,7 @@ def main(job_file: Path, records_fd: int) -> int:
         inst = Instruments()
         inst.path = path
         inst.gate = gate
-        stages.watch_compiles(gate)
+        stages.watch_compiles(gate, dynamo=bool(job.perf))  # torch.compile runs only in timing workers
         if device == "cpu" and job.gpu_compile:
             inst.gpu_check = CompileCheck(originals)
         bounds = None
