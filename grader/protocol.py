@@ -39,6 +39,7 @@ import json
 import os
 import stat
 import struct
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -393,10 +394,18 @@ class GpuGate:
         self.heartbeat = heartbeat or (lambda: None)
         self.held = ""
         """"shared", "exclusive" or "" (the room as this process holds it)."""
+        self.wanted = 0
+        """How many `shared()` windows are open: a launch inside one takes the hold again (`touch`)."""
         self.waited_s = 0.0
         """Seconds this process spent waiting at the gate, in all."""
         self.bypassed = 0
         """How many times a wait ran out and the work went on without the gate."""
+        self.idle_releases = 0
+        """How many times `release_when_idle` let a shared hold go."""
+        self._lock = threading.RLock()
+        self._uses = 0
+        self._last_use = 0.0
+        self._held_since = 0.0
 
     @classmethod
     def open(cls, stem: str, heartbeat: Callable[[], None] | None = None) -> GpuGate:
@@ -431,39 +440,86 @@ class GpuGate:
             print(f"gate: waited {spent:.1f} s for the {which}{how} (at {time.time():.1f})", flush=True)
 
     def enter_shared(self) -> None:
-        if self.held:
-            return
-        start = time.monotonic()
-        if self._take(self.turnstile, fcntl.LOCK_EX, self.SHARED_WAIT_S):
-            fcntl.flock(self.turnstile, fcntl.LOCK_UN)
-            left = self.SHARED_WAIT_S - (time.monotonic() - start)
-            if self._take(self.room, fcntl.LOCK_SH, max(left, 0.0)):
-                self.held = "shared"
+        with self._lock:
+            if self.held:
+                return
+            start = time.monotonic()
+            if self._take(self.turnstile, fcntl.LOCK_EX, self.SHARED_WAIT_S):
+                fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+                left = self.SHARED_WAIT_S - (time.monotonic() - start)
+                if self._take(self.room, fcntl.LOCK_SH, max(left, 0.0)):
+                    self.held = "shared"
+                    self._held_since = self._last_use = time.monotonic()
 
     def leave(self) -> None:
-        if self.held:
-            fcntl.flock(self.room, fcntl.LOCK_UN)
-            self.held = ""
+        with self._lock:
+            if self.held:
+                fcntl.flock(self.room, fcntl.LOCK_UN)
+                held_s = time.monotonic() - self._held_since
+                if self.held == "shared" and held_s > 2.0:  # a long hold keeps a timer waiting: for staff, in the log
+                    print(f"gate: a shared hold of {held_s:.1f} s (at {time.time():.1f})", flush=True)
+                self.held = ""
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
         """Use the GPU beside other sharers (a case worker's call, a timing worker's warm-up)."""
-        outer = self.held
-        self.enter_shared()
-        start = time.monotonic()
+        with self._lock:
+            self.wanted += 1
+            self.enter_shared()
         try:
             yield
         finally:
-            if not outer:
-                self.leave()
-                if time.monotonic() - start > 2.0:  # a long hold keeps a timer waiting: for staff, in the log
-                    print(f"gate: a shared hold of {time.monotonic() - start:.1f} s (at {time.time():.1f})",
-                          flush=True)
+            with self._lock:
+                self.wanted -= 1
+                if not self.wanted and self.held == "shared":
+                    self.leave()
+
+    def touch(self) -> None:
+        """A kernel is about to be launched: inside a `shared()` window, the hold is taken again if
+        `release_when_idle` let it go, and the idle clock restarts."""
+        with self._lock:
+            self._uses += 1
+            self._last_use = time.monotonic()
+            if self.wanted and not self.held:
+                self.enter_shared()
+
+    IDLE_S = 1.0
+    """A shared hold with no launch for this long, and no GPU work left, is let go (`release_when_idle`)."""
+
+    def release_when_idle(self, sync: Callable[[], None]) -> threading.Thread:
+        """Watch the shared hold from a thread of its own: once no kernel was launched for `IDLE_S` (`touch`) and
+        the GPU work queued so far is done (`sync`), the hold is let go, and the next launch takes it again.
+        A submission that spins in Python inside its call (a loop that never ends, as one demo file's wrapper
+        does) used to keep its share until the stall limit stopped it (120 s), and every timer of the class
+        waited `ROOM_WAIT_S` for the room in turn; now it keeps the GPU for about `IDLE_S`. The thread never
+        waits for the lock: a hold being taken or let go by the worker itself is left alone."""
+
+        def watch() -> None:
+            while True:
+                time.sleep(self.IDLE_S / 4)
+                if self.held != "shared" or time.monotonic() - self._last_use < self.IDLE_S:
+                    continue
+                uses = self._uses
+                sync()  # outside the lock: a kernel that runs for seconds keeps its hold until it ends
+                if not self._lock.acquire(blocking=False):
+                    continue
+                try:
+                    if self.held == "shared" and self._uses == uses \
+                            and time.monotonic() - self._last_use >= self.IDLE_S:
+                        self.leave()
+                        self.idle_releases += 1
+                finally:
+                    self._lock.release()
+
+        thread = threading.Thread(target=watch, name="gpu-gate-idle", daemon=True)
+        thread.start()
+        return thread
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[bool]:
         """Have the GPU alone (a speed test's timed calls); yields whether it does (False: a wait ran out)."""
         self.leave()
+        wanted, self.wanted = self.wanted, 0  # no launch inside takes a shared hold
         taken = []
         try:
             if self._take(self.queue, fcntl.LOCK_EX, self.QUEUE_WAIT_S):
@@ -479,6 +535,7 @@ class GpuGate:
                   f"(at {time.time():.1f})", flush=True)
         finally:
             self.leave()
+            self.wanted = wanted
             for fd in reversed(taken):
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -486,11 +543,12 @@ class GpuGate:
         """Let a shared hold go for a while (CPU work that may take seconds, during which a timer should not wait:
         a compilation, an interpreted kernel): `sync` first waits for the GPU work queued so far. Returns whether
         there was a hold to let go (then `enter_shared` takes it again)."""
-        if self.held != "shared":
-            return False
-        sync()
-        self.leave()
-        return True
+        with self._lock:
+            if self.held != "shared":
+                return False
+            sync()
+            self.leave()
+            return True
 
     def paused(self, work: Callable[[], Any], sync: Callable[[], None]) -> Any:
         """`work()` with a shared hold let go meanwhile (`suspend`)."""
@@ -502,9 +560,10 @@ class GpuGate:
             self.enter_shared()
 
 
-STAGES = ("load", "import", "compile", "cases", "address", "records", "timing", "gate_wait", "gate_bypassed")
-"""What a worker's last STATUS frame may count in its `stages` (seconds; `gate_bypassed` a count): where the
-worker's time went, for the class benchmark."""
+STAGES = ("load", "import", "compile", "cases", "address", "records", "timing", "gate_wait", "gate_bypassed",
+          "gate_idle_releases")
+"""What a worker's last STATUS frame may count in its `stages` (seconds; `gate_bypassed` and `gate_idle_releases`,
+the holds let go while a call idled, are counts): where the worker's time went, for the class benchmark."""
 
 
 def worker_stages(status: dict) -> dict[str, float]:

@@ -159,6 +159,8 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
         if mark:
             _marker()  # the GPU clock's boundary: what runs from here to the marker after the call is its work
         sync()
+        if gate is not None:
+            gate.touch()  # a warm-up's hold, let go if the last call idled (GpuGate.release_when_idle), comes back
         start = time.perf_counter()
         out = fn(*args, **kwargs)
         sync()

@@ -38,7 +38,12 @@ from grader.audit import OpAudit, watch_threads
 from grader.bounds import BoundsAudit
 from grader.bounds import intact as bounds_intact
 from grader.gpu_compile import CompileCheck
-from grader.interpreter import interpreted, patch_interpreter_libdevice, patch_interpreter_scalars
+from grader.interpreter import (
+    interpreted,
+    patch_interpreter_libdevice,
+    patch_interpreter_nested_calls,
+    patch_interpreter_scalars,
+)
 from grader.interpreter import kernel_chain as _kernel_chain
 from grader.protocol import GpuGate, Kind, RecordWriter, WorkerJob
 from grader.timing import compile_here, load_baseline, time_calls
@@ -95,6 +100,8 @@ class Instruments:
                     inst.launches.append(launch)
                 if inst.gate is not None and type(self).__name__ == "InterpretedFunction":
                     return inst.gate.paused(lambda: _orig(self, *args, **kwargs), torch.cuda.synchronize)
+                if inst.gate is not None:
+                    inst.gate.touch()  # the GPU is in use: a hold let go while the call idled is taken again
                 return _orig(self, *args, **kwargs)
 
             cls.run = run
@@ -536,6 +543,9 @@ def main(job_file: Path, records_fd: int) -> int:
     load["sandbox"] = enter_sandbox(job)
     if gate is not None:  # the CUDA context, before the first hold of the gate (seconds when workers start at once)
         torch.empty(1, device="cuda")
+        # A call that idles (no launch for a second, its GPU work done) lets its share go: a submission spinning in
+        # Python does not keep every timer of the class waiting. Started before watch_threads: the grader's own.
+        gate.release_when_idle(torch.cuda.synchronize)
     # Workers run side by side, one per core or more: torch's own thread pool in each would only contend (with
     # two per core, its spinning threads made the guard bookkeeping of a case ten times slower on CI's 2 cores).
     torch.set_num_threads(1)
@@ -546,6 +556,7 @@ def main(job_file: Path, records_fd: int) -> int:
         if device == "cpu":
             originals = patch_interpreter_libdevice()
             patch_interpreter_scalars()
+            patch_interpreter_nested_calls()
         inst = Instruments()
         inst.path = path
         inst.gate = gate
@@ -627,6 +638,7 @@ def main(job_file: Path, records_fd: int) -> int:
     if gate is not None:
         stages.seconds["gate_wait"] = round(gate.waited_s, 4)
         stages.seconds["gate_bypassed"] = gate.bypassed
+        stages.seconds["gate_idle_releases"] = gate.idle_releases
     records.json(Kind.STATUS, {"done": True, "stages": stages.seconds})
     return 0
 

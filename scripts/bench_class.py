@@ -127,6 +127,8 @@ def stage_report(results: Path) -> None:
         print(f"  {key:<14} {totals.get(key, 0.0) / files:8.2f}  (wall seconds, not core-seconds)", flush=True)
     print(f"  gate_bypassed  {totals.get('gate_bypassed', 0.0):8.0f}  waits at the GPU gate that ran out (in all)",
           flush=True)
+    print(f"  gate_idle_rel. {totals.get('gate_idle_releases', 0.0):8.0f}  shared holds let go while a call idled "
+          "(in all)", flush=True)
 
 
 def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, profile: int = 0) -> float:

@@ -119,3 +119,63 @@ def test_a_wait_at_the_gate_is_bounded_and_reported(tmp_path):
     with gate.exclusive() as alone:
         assert alone is True and gate.held == "exclusive"
     assert gate.held == ""
+
+
+def test_an_idle_share_is_let_go_and_the_next_launch_takes_it_again(tmp_path):
+    """A case call that spins in Python (no launch, no GPU work left) keeps a timer waiting about `IDLE_S`, not
+    until the stall limit; a launch inside the same call takes the share back. Two opens of the gate's files in
+    one process lock against each other like two workers (flock(2) locks belong to the open file)."""
+    stem = GradingTree(tmp_path).gate(0)
+    sharer, timer = GpuGate.open(stem), GpuGate.open(stem)
+    sharer.IDLE_S = 0.4
+    syncs = []
+    sharer.release_when_idle(lambda: syncs.append(time.monotonic()))
+    timer.ROOM_WAIT_S = 5.0
+    with sharer.shared():
+        sharer.touch()  # a launch
+        assert sharer.held == "shared"
+        start = time.monotonic()
+        with timer.exclusive() as alone:  # the sharer's call now spins without launching
+            waited = time.monotonic() - start
+            assert alone is True and sharer.held == "" and sharer.idle_releases == 1 and syncs
+            assert 0.3 <= waited < 2.0
+        sharer.touch()  # the next launch of the same call
+        assert sharer.held == "shared"
+        stop = threading.Event()
+
+        def launches():  # the call now launches every 0.1 s: its share is kept, and the timer's wait runs out
+            while not stop.wait(0.1):
+                sharer.touch()
+
+        thread = threading.Thread(target=launches)
+        thread.start()
+        timer.ROOM_WAIT_S = 1.0
+        with timer.exclusive() as alone:
+            assert alone is False and sharer.held == "shared" and sharer.idle_releases == 1
+        stop.set()
+        thread.join(5)
+    assert sharer.held == ""
+
+
+def test_an_idle_share_is_kept_while_its_gpu_work_runs(tmp_path):
+    """The release waits for the work queued so far (`sync`), and a launch that comes meanwhile keeps the hold."""
+    stem = GradingTree(tmp_path).gate(0)
+    gate = GpuGate.open(stem)
+    gate.IDLE_S = 0.2
+
+    def slow_sync():  # a kernel that runs for a while, and the call launches another before it ends
+        time.sleep(0.3)
+        if not syncs:
+            gate._last_use = time.monotonic()
+            gate._uses += 1
+        syncs.append(1)
+
+    syncs: list[int] = []
+    gate.release_when_idle(slow_sync)
+    with gate.shared():
+        time.sleep(0.45)
+        assert gate.held == "shared" and gate.idle_releases == 0  # the first idle look found a launch after it
+        deadline = time.monotonic() + 3
+        while gate.held and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gate.held == "" and gate.idle_releases == 1 and len(syncs) >= 2
