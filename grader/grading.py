@@ -657,6 +657,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             return {"gpu": gpu, "gate": tree.gate(gpu)}
 
         staff_runs: dict[str, tuple[Path | None, Path | None]] = {}
+        finished: dict[tuple[int, int], list[WorkerRun]] = {}
+        """(job, shard) -> its runs, as soon as the shard is done (a timing worker looks at its speed cases)."""
         try:
             if device == "cuda" and cfg.sandbox.enabled:
                 warm_shared_cache([contexts[n][0].task for n in runnable], device, cfg, prepared, tree, pool)
@@ -680,7 +682,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                     cost = shard_cost(contexts[n][2].cases, indices, specialize[n])
                     # The heaviest shards first (longest job first); a hidden shard after its job's public ones,
                     # ahead of new jobs' shards (its job is nearly done), or early on an idle thread.
-                    pool.add(("shard", n, k), functools.partial(shard_runner, folders, k, spec, indices),
+                    pool.add(("shard", n, k), functools.partial(_shard_into, finished, (n, k), shard_runner,
+                                                                folders, k, spec, indices),
                              priority=(1 if hidden else 2, -cost, n), after=public if hidden else (), early=True)
                     pending[n] += 1
                 perf = [PerfItem(index=i, test=p.id, case=job.task.case_index(p.case),
@@ -703,8 +706,10 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                              functools.partial(_staff_timing_into, staff_runs, task, staff_spec, tree, shard_runner),
                              priority=(0, 0, n), kind="timing")
                 timing_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **on_gpu())
+                speed_shards = {item.index: next(((n, k) for k, indices in enumerate(plan[n]) if item.case in indices),
+                                                 None) for item in perf}
                 pool.add(("timing", n), functools.partial(_timed_run, staff_runs, task.id, shard_runner, folders,
-                                                          len(plan[n]), timing_spec),
+                                                          len(plan[n]), timing_spec, finished, speed_shards),
                          priority=(3, 0, n), kind="timing", after=[("staff", task.id)])
                 pending[n] += 1
             pool.start()  # every item is known: the threads take them best first
@@ -752,10 +757,31 @@ def _staff_timing_into(into: dict, task: TaskSpec, spec: JobSpec, tree: GradingT
     into[task.id] = staff_timing(task, spec, tree, shard_runner)
 
 
+def _shard_into(finished: dict, key: tuple[int, int], shard_runner, folders: JobFolders, shard: int,
+                spec: JobSpec, cases: list[int]) -> list[WorkerRun]:
+    runs = shard_runner(folders, shard, spec, cases)
+    finished[key] = runs
+    return runs
+
+
+def case_never_ran(runs: list[WorkerRun], case: int) -> bool:
+    """True when a finished shard's runs hold no record of `case`: its worker hung, crashed or ran out of time at
+    or before it (a hang is not restarted), so the case fails whatever else happens."""
+    return not any(run.records is not None and RecordStream(run.records).has(Kind.CASE, case) for run in runs)
+
+
 def _timed_run(staff_runs: dict, task_id: str, shard_runner, folders: JobFolders, shard: int,
-               spec: JobSpec) -> list[WorkerRun]:
-    """A job's timing worker, started from the staff run's Inductor cache."""
-    return shard_runner(folders, shard, replace(spec, inductor_from=staff_runs[task_id][1]), [])
+               spec: JobSpec, finished: dict | None = None, speed_shards: dict | None = None) -> list[WorkerRun]:
+    """A job's timing worker, started from the staff run's Inductor cache. A speed test whose case is already
+    known to fail (its shard is done and never recorded it: a hang, a crash) is not timed: the judge says "not
+    timed: case ... fails" for it either way (grader/speed.py), and a submission that hangs would hang its timing
+    worker too, for a whole stall limit. With no speed test left, no worker starts."""
+    perf = [item for item in spec.perf
+            if not ((key := (speed_shards or {}).get(item.index)) in (finished or {})
+                    and case_never_ran(finished[key], item.case))]
+    if not perf:
+        return []
+    return shard_runner(folders, shard, replace(spec, perf=perf, inductor_from=staff_runs[task_id][1]), [])
 
 
 def staff_timing(task: TaskSpec, spec: JobSpec, tree: GradingTree,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
 import time
 
@@ -179,3 +180,37 @@ def test_an_idle_share_is_kept_while_its_gpu_work_runs(tmp_path):
         while gate.held and time.monotonic() < deadline:
             time.sleep(0.05)
         assert gate.held == "" and gate.idle_releases == 1 and len(syncs) >= 2
+
+
+def test_a_speed_test_whose_case_never_ran_is_not_timed(tmp_path):
+    """A timing worker starts only for speed tests whose case may pass: once the shard holding a speed test's case
+    is done without a record of it (the worker hung or crashed there), that test is left out, and with none left
+    no worker starts (grader/speed.py fails it as "not timed: case ... fails" either way)."""
+    from pathlib import Path
+
+    from grader.grading import _timed_run
+    from grader.protocol import Kind, PerfItem, RecordWriter
+    from grader.runner import JobSpec, WorkerRun
+
+    records = tmp_path / "records.bin"
+    fd = os.open(records, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    RecordWriter(fd).json(Kind.CASE, {"id": "ran"}, key=3)  # case 3 ran; case 5 never did (the worker hung at it)
+    os.close(fd)
+    hung = [WorkerRun(records=records, returncode=-9, timed_out=True, seconds=30.0, log="", cases=[3, 5])]
+    items = [PerfItem(index=0, test="speed_small", case=3, baseline="b.py", warmup=1, reps=1),
+             PerfItem(index=1, test="speed_large", case=5, baseline="b.py", warmup=1, reps=1)]
+    spec = JobSpec(Path("s.py"), "f", [], "cuda", {}, 10.0, perf=items)
+    started = []
+
+    def runner(folders, shard, spec, cases):
+        started.append([item.test for item in spec.perf])
+        return ["a timing run"]
+
+    staff = {"t": (None, None)}
+    shards = {0: (7, 0), 1: (7, 0)}
+    assert _timed_run(staff, "t", runner, None, 1, spec, {}, shards) == ["a timing run"]  # shard not done yet
+    assert _timed_run(staff, "t", runner, None, 1, spec, {(7, 0): hung}, shards) == ["a timing run"]
+    assert started == [["speed_small", "speed_large"], ["speed_small"]]
+    items[0].case = 5
+    assert _timed_run(staff, "t", runner, None, 1, spec, {(7, 0): hung}, shards) == []
+    assert len(started) == 2
