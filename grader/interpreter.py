@@ -3,6 +3,8 @@
 - `patch_interpreter_libdevice`: the libdevice rounding functions (`rint`, `llrint`, `round`, ...), which the stock
   interpreter returns None for.
 - `patch_interpreter_scalars`: a scalar argument as an index (`range(0, n, BLOCK)`) whatever NumPy's version.
+- `patch_interpreter_minmax`: Python's `min`/`max` of tensors inside a kernel elementwise, as the GPU compiler
+  reads them, instead of picking one whole tensor.
 - `patch_interpreter_nested_calls`: the language patched once per launch, not once per call of a jit function
   from inside a kernel (`tl.max`, a helper), which made such kernels 2-3x slower to interpret.
 - `interpreted`: on CUDA, the submission's kernels swapped for interpreted ones for one call, so the address
@@ -81,6 +83,76 @@ def patch_interpreter_scalars() -> None:
 
     patched._grader_patched = True
     interpreter._patch_lang_tensor = patched
+
+
+MINMAX = {"min": "__grader_builtin_min", "max": "__grader_builtin_max"}
+"""Python's min and max in a kernel, and the names the interpreter's rewrite gives them."""
+
+
+def _kernel_minmax(name: str):
+    import builtins
+
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    python = getattr(builtins, name)
+    triton_builtin = getattr(tl.core, f"builtin_{name}")
+
+    def minmax(*args, **kwargs):
+        if any(isinstance(a, tl.core.base_value) for a in args):
+            kwargs.pop("_semantic", None)
+            return triton_builtin(*args, _semantic=interpreter.interpreter_semantic, **kwargs)
+        return python(*args, **kwargs)
+
+    return minmax
+
+
+def patch_interpreter_minmax() -> None:
+    """Read Python's `min(a, b)` and `max(a, b)` of tensors inside a kernel as the GPU compiler does.
+
+    Triton's code generator resolves `min` and `max` in a kernel to `tl.core.builtin_min/max`: elementwise over
+    tensors (`tl.minimum`/`tl.maximum`, with a deprecation warning), Python's own over constants. The interpreter
+    runs the kernel as Python, so `max(m, tl.max(s, axis=1))` compares two whole arrays (`m > other` is a tensor,
+    always true as a bool) and returns one of them unchanged: a public flash-attention solution (zzhbrr's, puzzle
+    9) right on a GPU thus ran with a running maximum that could fall, and an online softmax with one that may be
+    too small overflows once scores spread past 88. Both devices must give the same verdict, and the GPU's reading
+    is the language's: so the interpreter's rewrite of each kernel (`FunctionRewriter._transform_ast`) turns a
+    call of the builtin `min`/`max` (a name the function neither assigns nor imports from its module) into one that
+    does what the code generator does."""
+    import ast
+
+    from triton.runtime import interpreter
+
+    rewriter = getattr(interpreter, "FunctionRewriter", None)
+    transform = getattr(rewriter, "_transform_ast", None)
+    if transform is None or getattr(transform, "_grader_patched", False):
+        return
+
+    class Calls(ast.NodeTransformer):
+        def __init__(self, names: set[str]) -> None:
+            self.names = names
+
+        def visit_Call(self, node: ast.Call):
+            self.generic_visit(node)
+            if isinstance(node.func, ast.Name) and node.func.id in self.names:
+                node.func = ast.copy_location(ast.Name(id=MINMAX[node.func.id], ctx=ast.Load()), node.func)
+            return node
+
+    def patched(self, src, *args, **kwargs):
+        tree = transform(self, src, *args, **kwargs)
+        fn_globals = getattr(getattr(self, "fn", None), "__globals__", {})
+        assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        assigned |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments)
+                     for a in (*n.posonlyargs, *n.args, *n.kwonlyargs)}
+        names = {name for name in MINMAX if name not in assigned and name not in fn_globals}
+        if not names:
+            return tree
+        for name in names:
+            fn_globals.setdefault(MINMAX[name], _kernel_minmax(name))
+        return ast.fix_missing_locations(Calls(names).visit(tree))
+
+    patched._grader_patched = True
+    rewriter._transform_ast = patched
 
 
 def patch_interpreter_nested_calls() -> None:
@@ -251,6 +323,7 @@ def interpreted(module, holders: list[tuple[object, str]] = ()):
             try:
                 patch_interpreter_scalars()
                 patch_interpreter_nested_calls()
+                patch_interpreter_minmax()
                 yield
             finally:
                 for (mod, name), fn in originals.items():

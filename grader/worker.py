@@ -41,6 +41,7 @@ from grader.gpu_compile import CompileCheck
 from grader.interpreter import (
     interpreted,
     patch_interpreter_libdevice,
+    patch_interpreter_minmax,
     patch_interpreter_nested_calls,
     patch_interpreter_scalars,
 )
@@ -557,6 +558,7 @@ def main(job_file: Path, records_fd: int) -> int:
             originals = patch_interpreter_libdevice()
             patch_interpreter_scalars()
             patch_interpreter_nested_calls()
+            patch_interpreter_minmax()
         inst = Instruments()
         inst.path = path
         inst.gate = gate

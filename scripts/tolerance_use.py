@@ -38,6 +38,7 @@ def main() -> int:
     if args.device == "cpu":  # as the worker does: libdevice's rounding functions work in the interpreter
         from grader.interpreter import (
             patch_interpreter_libdevice,
+            patch_interpreter_minmax,
             patch_interpreter_nested_calls,
             patch_interpreter_scalars,
         )
@@ -45,6 +46,7 @@ def main() -> int:
         patch_interpreter_libdevice()
         patch_interpreter_scalars()
         patch_interpreter_nested_calls()
+        patch_interpreter_minmax()
 
     tasks, _ = discover_tasks()
     for task_id, task in sorted(tasks.items()):
