@@ -1,5 +1,6 @@
 """Known wrong: the running maximum starts at 0, not -inf (a bug seen in public solutions graded for the fair-verdicts
-issue): harmless while a row has a logit >= 0, 0 / 0 when every logit underflows exp."""
+issue: an older Triton-Puzzles-Lite answer key, as copied in zzhbrr/Triton-Puzzles-Lite puzzles.py at 9e9702a):
+harmless while a row has a logit >= 0, 0 / 0 when every logit underflows exp."""
 
 import triton
 import triton.language as tl

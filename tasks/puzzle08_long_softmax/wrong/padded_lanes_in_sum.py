@@ -1,6 +1,8 @@
 """Wrong for puzzle 8: the online softmax with the lanes past T read as 0.
 
-Two of four public solutions graded in 2026-11 had this bug: they load without `other`, and a masked-off lane
+Public solutions have this bug (2026-11: the Triton-Puzzles-Lite answer key, SiriusNEO/Triton-Puzzles-Lite
+puzzles_ans.py at 26e03eb, and the solutions of gxinlong, ybw9000, HydraQYH and FL33TW00D, 5 of 10 authors):
+they load without `other`, and a masked-off lane
 then reads as 0 on the interpreter (on a GPU its value is left to Triton; this file writes `other=0.0`, so that
 its verdict is the same on every device). Every lane of the last block past T adds exp(0 - max) to the row's
 sum, and each value comes out a little small: about 7% at T = 200 with B1 = 32 (24 padded lanes), where the
