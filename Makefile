@@ -1,16 +1,21 @@
+# make setup  .venv with torch (CPU build where none is installed), triton, the test tools, and the grader as the
+#             `triton-grader` command (EXTRAS="plots ray" for the Ray backend; TORCH_INDEX: see scripts/setup_venv.sh)
 # make test   the grader's own tests, lint, and the selftest of every task on the CPU interpreter
 # make grade  grade the demo class in submissions/ into results/
 PYTHON := .venv/bin/python
 DEVICE ?= auto
 
-.PHONY: test grade lint selftest clean
+.PHONY: setup test grade lint selftest clean
 
 .venv/.ready: scripts/setup_venv.sh pyproject.toml
 	./scripts/setup_venv.sh
 
+setup: .venv/.ready
+
 lint: .venv/.ready
 	$(PYTHON) -m ruff check grader reference tests scripts
 
+test: export EXTRAS = plots ray
 test: .venv/.ready lint
 	$(PYTHON) -m pytest tests -q
 	$(PYTHON) -m grader selftest --device cpu

@@ -184,21 +184,34 @@ def course_config(hw_id: str, config: Path = ROOT / "config.yaml") -> str:
 
 
 SETUP_SH = """#!/usr/bin/env bash
-# One command: make .venv with what the grader needs. A torch that python3 already has (a GPU box) is reused;
-# otherwise the CPU build of torch is installed (a plain `pip install torch` pulls a CUDA build of several GB).
+# One command: make .venv with what the grader needs, and the `triton-grader` command (grades from any folder).
+# A torch that python3 already has (a GPU box) is reused; otherwise torch's CPU build comes from TORCH_INDEX
+# (default: PyTorch's CPU index; a plain `pip install torch` pulls a CUDA build of several GB). Where that index
+# cannot be reached, pip's own index is asked instead, and this script says so.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PY:-python3}
 TORCH=${TORCH:-torch==2.13.0}
-TORCH_INDEX=${TORCH_INDEX:-https://download.pytorch.org/whl/cpu}
+TORCH_INDEX=${TORCH_INDEX-https://download.pytorch.org/whl/cpu}
 if "$PY" -c "import torch, triton" 2>/dev/null; then
   "$PY" -m venv --system-site-packages .venv
 else
   "$PY" -m venv .venv
-  .venv/bin/python -m pip install -q "$TORCH" --extra-index-url "$TORCH_INDEX"
+  if [ -n "$TORCH_INDEX" ] \\
+    && "$PY" -c "import sys, urllib.request as u; u.urlopen(sys.argv[1] + '/torch/', timeout=10)" "${TORCH_INDEX%/}" \\
+      2>/dev/null; then
+    .venv/bin/python -m pip install -q "$TORCH" --index-url "$TORCH_INDEX"
+  else
+    echo "setup: ${TORCH_INDEX:-TORCH_INDEX (empty)} cannot be reached: $TORCH from pip's own index" \\
+         "(on PyPI, a CUDA build of several GB)"
+    .venv/bin/python -m pip install -q "$TORCH"
+  fi
   .venv/bin/python -m pip install -q triton
 fi
 .venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml matplotlib
+.venv/bin/python -m pip install -q --no-deps --no-build-isolation -e . 2>/dev/null \\
+  || echo "setup: the triton-grader command was not installed (setuptools >= 64 missing):" \\
+          "use .venv/bin/python -m grader here"
 .venv/bin/python -c "import torch, triton; print('ready: torch', torch.__version__, 'triton', triton.__version__,
       '(GPU: ' + torch.cuda.get_device_name() + ')' if torch.cuda.is_available() else '(no GPU: the interpreter)')"
 """
@@ -225,13 +238,18 @@ public test cases, and the grader that the course runs. Due: {due}.
 ```
 
 It makes `.venv` here: with the torch that `python3` already has (a GPU machine), or with the CPU build of torch
-(a laptop: kernels then run in Triton's interpreter, at smaller sizes).
+(a laptop: kernels then run in Triton's interpreter, at smaller sizes). The CPU build comes from PyTorch's CPU
+index; to use another (a mirror), set `TORCH_INDEX`, e.g. `TORCH_INDEX=https://mirror.example/whl/cpu ./setup.sh`
+(`TORCH_INDEX= ./setup.sh` asks pip's own index, which on Linux holds CUDA builds of several GB). It also
+installs the `triton-grader` command, which runs from any folder.
 
 ## Check a file
 
 ```
-.venv/bin/python -m grader grade --task {first} my_{first}.py
+.venv/bin/triton-grader grade --task {first} my_{first}.py
 ```
+
+(or `.venv/bin/python -m grader ...` from this folder.)
 
 Each test prints PASS or FAIL and why: the case (shape, dtype), how many elements differ with got/expected, which
 buffer a kernel wrote past and at which offsets, which import or autotune rule failed and on which line. It runs on

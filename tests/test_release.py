@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -108,6 +109,27 @@ def test_kit_grades_a_correct_file_to_every_public_point(kits, tmp_path):
     # the kit's grade also says why a file fails: the skeleton earns nothing
     done = _grader(kit, "grade", "--task", task.id, str(kit / "tasks" / task.id / "skeleton.py"), "--device", "cpu")
     assert done.returncode == 1 and "score: 0 /" in done.stdout and "FAIL" in done.stdout
+
+
+def test_the_kit_installs_a_command_that_grades_from_any_folder(kits, tmp_path):
+    """setup.sh installs the kit as a package (editable: its tasks stay in the kit): `triton-grader` then runs
+    from any folder. Here into a new venv that sees this one's packages (torch, triton, pip, setuptools) through
+    a .pth file, as setup.sh's venv sees a GPU box's torch."""
+    kit = kits[HOMEWORK]
+    assert "TORCH_INDEX" in (kit / "setup.sh").read_text() and "TORCH_INDEX" in (kit / "README.md").read_text()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                              "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "parent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+                           "--no-build-isolation", "-e", str(kit)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    skeleton = kit / "tasks" / "10_quantize_global_int8" / "skeleton.py"
+    done = subprocess.run([str(venv / "bin" / "triton-grader"), "grade", "--task", "10_quantize_global_int8",
+                           str(skeleton), "--device", "cpu"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 1 and "score: 0 /" in done.stdout, done.stdout + done.stderr
 
 
 def test_release_refuses_a_bad_homework(tmp_path):
