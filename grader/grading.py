@@ -912,19 +912,37 @@ def visible_gpus() -> list[int]:
 
 
 class Progress:
-    """A line on stderr per finished job, with an estimate of the time left (when there is more than one job)."""
+    """How far a grading run is, on stderr: at a terminal, a progress bar with an estimate of the time left (tqdm,
+    when installed: `make setup` and the kit's setup.sh install it); elsewhere (a log, CI, Gradescope) a line per
+    finished job with the same estimate. Nothing for a single job."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, stream=None) -> None:
         self.total, self.done, self.start = total, 0, time.monotonic()
+        self.stream = stream or sys.stderr
+        self.bar = None
+        if total >= 2 and getattr(self.stream, "isatty", lambda: False)():
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                tqdm = None
+            if tqdm is not None:
+                self.bar = tqdm(total=total, unit="file", file=self.stream, dynamic_ncols=True, smoothing=0.1,
+                                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
 
     def step(self, label: str) -> None:
         self.done += 1
+        if self.bar is not None:
+            self.bar.set_postfix_str(label, refresh=False)
+            self.bar.update(1)
+            if self.done >= self.total:
+                self.bar.close()
+            return
         if self.total < 2:
             return
         elapsed = time.monotonic() - self.start
         eta = elapsed / self.done * (self.total - self.done)
         print(f"[{self.done}/{self.total}] {label}  {elapsed:.0f} s elapsed, about {eta:.0f} s left",
-              file=sys.stderr, flush=True)
+              file=self.stream, flush=True)
 
 
 def _cpu_count() -> int:

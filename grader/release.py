@@ -208,7 +208,7 @@ else
   fi
   .venv/bin/python -m pip install -q triton
 fi
-.venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml matplotlib
+.venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml matplotlib tqdm
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e . 2>/dev/null \\
   || echo "setup: the triton-grader command was not installed (setuptools >= 64 missing):" \\
           "use .venv/bin/python -m grader here"

@@ -7,6 +7,8 @@ import os
 import threading
 import time
 
+import pytest
+
 from grader.protocol import GpuGate, GradingTree
 from grader.schedule import Scheduler
 
@@ -214,3 +216,24 @@ def test_a_speed_test_whose_case_never_ran_is_not_timed(tmp_path):
     items[0].case = 5
     assert _timed_run(staff, "t", runner, None, 1, spec, {(7, 0): hung}, shards) == []
     assert len(started) == 2
+
+
+def test_progress_is_a_bar_at_a_terminal_and_lines_elsewhere():
+    """grading.Progress: tqdm's bar with the time left where stderr is a terminal, a line per job elsewhere."""
+    import io
+
+    from grader.grading import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    log, tty = io.StringIO(), Terminal()
+    lines, bar = Progress(3, log), Progress(3, tty)
+    for who in ("alice/10", "bob/10", "carol/10"):
+        lines.step(who)
+        bar.step(who)
+    assert log.getvalue().splitlines()[0].startswith("[1/3] alice/10") and "s left" in log.getvalue()
+    pytest.importorskip("tqdm")
+    assert bar.bar is not None and "3/3" in tty.getvalue() and "carol/10" in tty.getvalue()
+    assert "[1/3]" not in tty.getvalue()
