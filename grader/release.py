@@ -100,7 +100,9 @@ def write_tree(hw_id: str, out: Path, *, kit: bool, config: Path = ROOT / "confi
     for src in sorted((ROOT / "grader").glob("*.py")):
         put(f"grader/{src.name}", source=src)
     put("reference/__init__.py", source=ROOT / "reference" / "__init__.py")
-    for name in reference_modules(tasks):
+    # reference/_hidden.py (the hidden cases' value patterns) only where hidden cases are graded, never in a kit
+    hidden = [] if kit or not (ROOT / "reference" / "_hidden.py").exists() else ["_hidden"]
+    for name in reference_modules(tasks) + hidden:
         put(f"reference/{name}.py", source=ROOT / "reference" / f"{name}.py")
     for task in tasks.values():
         head = ("# Written by `python -m grader release` from the staff task.yaml: the public cases only\n" if kit

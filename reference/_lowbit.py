@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from reference._common import DTYPES, generator
+from reference._common import DTYPES, generator, hidden
 
 GROUP = 256
 INT32_MIN = -(1 << 31)
@@ -91,11 +91,8 @@ def activations(k: int, cin: int, dtype: str, seed: int, dist: str, bits: int) -
 
     dist: 'normal' (N(0, 2^2)), 'positive' (|N(0,1)| + 0.25, like post-ReLU values: the zero pads become the group
     minimum), 'const' (every third group of a row constant, range 0), 'ties' (values k/2 in [0, QMAX] with both
-    ends in every group, so scale = 1 and half the values are exact ties, which round down), 'negative'
-    (-(|N(0,1)| + 0.25), all below zero: the zero pads become the group maximum), 'const_rows' (each row one value
-    of N(0, 2^2), either sign: full groups are constant, and a part-filled last group holds that value and the
-    zero pads, so the pads are its minimum or its maximum). 'negative' and 'const_rows' were added later; the
-    other values draw exactly what they drew before."""
+    ends in every group, so scale = 1 and half the values are exact ties, which round down); another name is a
+    hidden case's (reference/_hidden.py `lowbit_<dist>`)."""
     g = generator(seed)
     dt = DTYPES[dtype]
     qmax = (1 << bits) - 1
@@ -107,17 +104,13 @@ def activations(k: int, cin: int, dtype: str, seed: int, dist: str, bits: int) -
         return x.to(dt)  # zero pads add only more zeros to a last group
     if dist == "normal":
         x = torch.randn(k, cin, generator=g) * 2
-    elif dist == "negative":
-        x = -(torch.randn(k, cin, generator=g).abs() + 0.25)
-    elif dist == "const_rows":
-        x = (torch.randn(k, 1, generator=g) * 2).expand(k, cin).clone()
     elif dist in ("positive", "const"):
         x = torch.randn(k, cin, generator=g).abs() + 0.25
         if dist == "const":
             for start in range(0, cin, 3 * GROUP):
                 x[:, start : start + GROUP] = torch.randn(k, 1, generator=g)
     else:
-        raise ValueError(f"unknown dist {dist!r}")
+        x = hidden(f"lowbit_{dist}")(k, cin, g)
     x = x.to(dt)
     return keep_off_boundaries(x, bits)
 

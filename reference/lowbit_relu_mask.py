@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from reference._common import DTYPES, generator
+from reference._common import DTYPES, generator, hidden
 from reference._lowbit import INT32_MIN, to_int32
 
 
@@ -17,33 +17,20 @@ def pack_mask(x: torch.Tensor) -> torch.Tensor:
     return to_int32((bits.reshape(n_words, 32) << torch.arange(32, dtype=torch.int64)).sum(-1))
 
 
-PATTERNS = ("mixed", "nonpositive", "one_positive")
-"""Sign patterns of the activations (added later; 'mixed', the default, draws exactly what it drew before):
-'mixed' (N(0, 1) with about 10% exact zeros), 'nonpositive' (the same values made <= 0: every mask word is 0),
-'one_positive' (as 'nonpositive' but one element > 0, never bit 31 of its word: one set bit in the whole mask)."""
-
-
 def _activation(shape, dtype: str, g: torch.Generator, pattern: str = "mixed") -> torch.Tensor:
-    if pattern not in PATTERNS:
-        raise ValueError(f"unknown pattern {pattern!r}; known: {', '.join(PATTERNS)}")
+    """N(0, 1) with about 10% exact zeros ('mixed', the default); another pattern is a hidden case's sign
+    pattern (reference/_hidden.py `relu_<pattern>`), applied to the same draws."""
     x = torch.randn(*shape, generator=g)
     x[torch.rand(*shape, generator=g) < 0.1] = 0.0  # exact zeros: relu'(0) is 0 here (the mask is x > 0)
     x.view(-1)[x.numel() // 2] = 0.0  # at least one, even in the smallest case
     if pattern != "mixed":
-        x = -x.abs()
-        x[x == 0] = 0.0  # +0.0, not -0.0
-        if pattern == "one_positive":
-            n = x.numel()
-            i = int(torch.randint(0, n, (1,), generator=g))
-            while i % 32 == 31 or i == n // 2:  # a lone bit 31 would make its word the int32 poison
-                i = (i + 1) % n
-            x.view(-1)[i] = x.view(-1)[i].abs() + 0.5
+        x = hidden(f"relu_{pattern}")(x, g)
     return x.to(DTYPES[dtype])
 
 
 def generate_input(rows: int, cols: int, dtype: str, seed: int, pattern: str = "mixed") -> tuple[list, dict]:
     """x [rows, cols] for the forward; dy [rows, cols] and mask (the packed mask of another x) for the backward.
-    pattern (optional, PATTERNS): the sign pattern of both activations, x and the one the mask is made from."""
+    pattern (optional): the sign pattern of both activations, x and the one the mask is made from."""
     g = generator(seed)
     x = _activation((rows, cols), dtype, g, pattern)
     dy = torch.randn(rows, cols, generator=g).to(DTYPES[dtype])

@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import torch
 
-from reference._common import randn
+from reference._common import hidden, randn
 
 
 def generate_input(n: int, dtype: str, seed: int, scale: float = 1.0, pattern: str = "normal") -> tuple[list, dict]:
-    """n normal values times scale, reshaped by pattern:
-
-    * ``normal`` (the default): as drawn;
-    * ``negative``: every value made negative (-|x|), so the absmax comes from the most negative element;
-    * ``single``: only the element of largest magnitude kept, every other element zero.
-    """
+    """n normal values times scale; `pattern` other than ``normal`` (as drawn) reshapes them for a hidden case
+    (reference/_hidden.py)."""
     x = randn([n], dtype, seed, scale)
-    if pattern == "negative":
-        x = -x.abs()
-    elif pattern == "single":
-        keep = x.abs().argmax()
-        x = torch.zeros_like(x).index_copy_(0, keep.reshape(1), x[keep].reshape(1))
-    elif pattern != "normal":
-        raise ValueError(f"unknown pattern {pattern!r}")
+    if pattern != "normal":
+        x = hidden(pattern)(x)
     return [x], {}
 
 

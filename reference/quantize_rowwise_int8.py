@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import torch
 
-from reference._common import randn
+from reference._common import hidden, randn
 
 
 def generate_input(n_rows: int, n_cols: int, dtype: str, seed: int, scale: float = 1.0,
                    pattern: str = "normal") -> tuple[list, dict]:
-    """An (n_rows, n_cols) matrix of normal values times scale; pattern ``negative`` makes every value -|x| (each
-    row's absmax then comes from its most negative element), ``zero_rows`` sets every third row (0, 3, 6, ...) to
-    zeros, ``normal`` (the default) keeps them as drawn."""
+    """An (n_rows, n_cols) matrix of normal values times scale; `pattern` other than ``normal`` (as drawn)
+    reshapes them for a hidden case (reference/_hidden.py). As drawn, every row holds a nonzero value."""
     x = randn([n_rows, n_cols], dtype, seed, scale)
-    if pattern == "negative":
-        x = -x.abs()
-    elif pattern == "zero_rows":
-        x[::3] = 0
-    elif pattern != "normal":
-        raise ValueError(f"unknown pattern {pattern!r}")
-    if pattern != "zero_rows":  # only that pattern has rows of zeros
+    if pattern != "normal":
+        x = hidden(pattern)(x)
+    else:
         assert bool((x != 0).any(dim=1).all()), "generated input has an all-zero row; pick another seed"
     return [x], {}
 

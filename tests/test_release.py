@@ -53,6 +53,17 @@ def test_kit_holds_no_answer_key(kits, hw_id):
     assert not [f for f in files if f.suffix in (".sqlite", ".csv") or f.parts[0] in ("results", "submissions",
                                                                                            "tests", "scripts")]
     assert leaks(kit) == []  # no line of any task's solution, wrong/ file or speed baseline, in any file
+    # no hidden case's value pattern or layout: its generator (reference/_hidden.py) stays with the staff, and no
+    # string a hidden case alone asks for (`pattern: zero_rows`, `layout: stepped`) appears in the kit's oracles
+    assert not (kit / "reference" / "_hidden.py").exists()
+    oracles = "\n".join(p.read_text() for p in (kit / "reference").glob("*.py"))
+    for task in (t for t in TASKS.values() if t.id in CFG.homeworks[hw_id].tasks):
+        public = {str(v) for c in task.cases if c.visibility == "public" for v in c.params_for("cuda").values()}
+        for case in (c for c in task.cases if c.visibility != "public"):
+            for key, value in case.params_for("cuda").items():
+                if isinstance(value, str) and value not in public:
+                    assert f'"{value}"' not in oracles and f"'{value}'" not in oracles and \
+                        f"``{value}``" not in oracles, (task.id, key, value)
     # only this homework's tasks, with their public cases; a hidden case's id appears nowhere in the kit
     hw_tasks = _hw_tasks(hw_id)
     assert {p.name for p in (kit / "tasks").iterdir()} == set(hw_tasks)
@@ -170,6 +181,7 @@ def test_gradescope_bundle(tmp_path):
         names = z.namelist()
         assert {"setup.sh", "run_autograder", "config.yaml"} <= set(names)
         assert not [n for n in names if n.endswith("solution.py") or "/wrong/" in n]
+        assert "reference/_hidden.py" in names  # it grades the hidden cases (tasks 10 and 13's below have patterns)
         assert (z.getinfo("run_autograder").external_attr >> 16) & 0o111
         root = tmp_path / "autograder"  # laid out as Gradescope does: source/, submission/, results/
         z.extractall(root / "source")
