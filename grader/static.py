@@ -14,10 +14,14 @@
   - the internal parts of torch and triton in REFUSED_PREFIXES, by full dotted name after resolving import
     aliases (`import triton.language as tl`, `from triton import runtime`, and plain `t = torch`), less the
     ALLOWED_INTERNALS that real kernels use (the SM count, the current device and target);
+  - an allowlist of modules (ALLOWED_MODULES): a chain that starts at an imported module passes only through
+    those (torch, torch.cuda, torch.nn.functional, triton, triton.language and libdevice, math, ...), so a module
+    that torch or triton re-exports (`torch.functional.operator`, `torch.storage.np`) is refused whatever its
+    name, where a denylist had to name each one;
   - assigning to (or deleting) an attribute of an imported module (`torch.empty = ...`).
-  What a static check cannot see (a module passed around as a value, then used through a parameter) is left to
-  the sandbox and the runtime op audit; public APIs that a wrapper might reasonably use (torch.distributed,
-  torch.cuda, triton.testing, ...) are left to them too.
+  What a static check cannot see (a module passed around as a value, then used through a parameter, and the
+  attributes of tensors and other objects, which have no module to check) is left to the sandbox and the
+  runtime op audit.
 * signatures: the required functions and kernels are defined at the top level with the skeleton's parameters.
 * autotune decorators: where each kernel's `@triton.autotune` sits (its config count is read in the worker).
 """
@@ -25,6 +29,8 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -117,18 +123,43 @@ REFUSED_PREFIXES: dict[str, str] = {
 """Internal parts of torch and triton, refused with why, by full dotted name (a name under one of these, segment by
 segment: `torch.load` refuses `torch.load(...)`, not `torch.loadtxt`). Names resolve through import aliases and
 plain assignments of a module (`t = torch`). `torch.compiler` is `torch.compile`'s module (it also loads compiled
-artifacts). Public APIs outside this table and FLAGGED_ATTRS (torch.distributed, torch.cuda, triton.testing, math)
-are left to the sandbox and the runtime op audit."""
+artifacts). What ALLOWED_MODULES leaves out (torch.distributed, triton.testing, ...) is refused by the allowlist."""
 
 ALLOWED_INTERNALS: tuple[str, ...] = (
     "triton.runtime.driver.active.utils.get_device_properties",  # ["multiprocessor_count"], ["max_shared_mem"]
     "triton.runtime.driver.active.get_current_device",
     "triton.runtime.driver.active.get_current_target",
     "triton.runtime.driver.active.get_active_torch_device",  # as Triton's tutorials write it
+    "triton.testing.do_bench",  # a wrapper that times its own configs (triton.testing also runs programs)
 )
-"""Exact names under REFUSED_PREFIXES that real kernels use (the SM count and shared memory for persistent kernels,
-the current device and target), checked before the refusal. Only the whole name passes: the chain leading to it
-(`triton.runtime.driver.active` alone) or anything past it (other than calling it) is refused."""
+"""Exact names under REFUSED_PREFIXES, or in modules outside ALLOWED_MODULES, that real kernels use (the SM count
+and shared memory for persistent kernels, the current device and target, Triton's benchmark function), checked
+before the refusal. Only the whole name passes: the chain leading to it (`triton.runtime.driver.active` alone)
+or anything past it (other than calling it) is refused."""
+
+ALLOWED_MODULES: dict[str, str] = {
+    "torch": "tensors, dtypes and torch's functions (what they compute, the op audit judges)",
+    "torch.cuda": "the current stream and device, device properties",
+    "torch.nn": "only on the way to torch.nn.functional",
+    "torch.nn.functional": "functions on tensors (the op audit judges them)",
+    "triton": "jit, autotune, Config, cdiv, next_power_of_2, heuristics",
+    "triton.language": "the kernel language",
+    "triton.language.math": "the kernel language's math functions",
+    "triton.language.extra": "on the way to libdevice",
+    "triton.language.extra.libdevice": "libdevice's functions (rint, ...)",
+    "triton.language.extra.cuda": "on the way to CUDA's libdevice",
+    "triton.language.extra.cuda.libdevice": "libdevice's functions (rint, ...)",
+    "math": "Python's math functions and constants",
+    "typing": "type hints",
+    "__future__": "annotations",
+}
+"""The modules a submission may reach, by full name: an allowlist. A chain of attributes that starts at an
+imported module (`torch.functional.operator`, `torch.storage.np`, `tl.core`) may pass only through these; the
+first link that is another module is refused, whatever it is called (every public re-export of a module by torch
+or triton: `operator`, numpy, `os`, `functools`... reaches what the import whitelist keeps out). Within these
+modules, every public attribute that is not a module is allowed (a function, a class, a dtype, a constant), less
+what REFUSED_PREFIXES names; a name under a refused prefix passes only when ALLOWED_INTERNALS lists it whole.
+Which link is a module is read from the modules themselves, in the trusted process that checks."""
 
 STAR_IMPORT_REFUSED = ("torch", "triton")
 """`from M import *` is refused for these packages and their modules: the names it binds (torch.load, ...) could
@@ -292,6 +323,7 @@ def _report_chain(top: ast.Attribute | ast.Name, aliases: dict[str, str],
     names = [s for s, _ in segments]
     private_why = f"private part of {names[0]}" if resolved else "private attribute: the object's internals"
     exempt = resolved is None and node.id in PRIVATE_EXEMPT  # self._x, cls._x
+    module = _import_root(names[0]) if resolved else None
     for k in range(1, len(segments)):
         attr, where = segments[k]
         dotted = ".".join(names[: k + 1])
@@ -300,14 +332,38 @@ def _report_chain(top: ast.Attribute | ast.Name, aliases: dict[str, str],
             why, whole = refused
             add(where, f"use of {dotted if whole else '.' + attr} is not allowed ({why})")
             return
+        internal = any(a == dotted or a.startswith(dotted + ".") for a in ALLOWED_INTERNALS)
         prefix = _refused_prefix(dotted)
-        if prefix and not any(a == dotted or a.startswith(dotted + ".") for a in ALLOWED_INTERNALS):
+        if prefix and not internal:
             add(where, f"use of {dotted} is not allowed ({REFUSED_PREFIXES[prefix]})")
             return
+        if module is not None and not internal:  # the allowlist: modules on the way must be ALLOWED_MODULES
+            module = getattr(module, attr, None)
+            if inspect.ismodule(module):
+                if dotted not in ALLOWED_MODULES and module.__name__ not in ALLOWED_MODULES:
+                    named = _refused_prefix(".".join(names))  # a refusal further on says more (why it is refused)
+                    if named:
+                        add(where, f"use of {named} is not allowed ({REFUSED_PREFIXES[named]})")
+                        return
+                    add(where, f"use of {dotted} is not allowed (the module {module.__name__} is not one a "
+                               "submission may reach: grader/static.py ALLOWED_MODULES lists them)")
+                    return
+            else:
+                module = None  # past the modules: a function's or a class's own attributes (dunder, private: above)
     dotted = ".".join(names)
     prefix = _refused_prefix(dotted)
     if prefix and dotted not in ALLOWED_INTERNALS:  # stops on the way to an allowed name
         add(top, f"use of {dotted} is not allowed ({REFUSED_PREFIXES[prefix]})")
+
+
+def _import_root(name: str):
+    """The root module of a chain, to tell its links' kinds (None: not importable here, or not allowed)."""
+    if name not in ALLOWED_MODULES:
+        return None
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
 
 
 def _refused_prefix(dotted: str) -> str | None:

@@ -248,3 +248,15 @@ def test_the_cheats_that_the_static_policy_refuses_are_stopped_behind_it(small10
     for pid in survivors:
         os.kill(pid, signal.SIGKILL)
     assert survivors, "with the sandbox off, the orphan outlives the worker"
+
+
+def test_only_the_module_allowlist_stops_a_reach_through_a_re_exported_module(small10, cfg):
+    """operator_reach.py reaches torch's internals by a string through torch.functional.operator and switches the
+    op audit off: nothing behind the static policy stops it (every case passes with the policy off, on the CPU,
+    where a Gradescope autograder grades too); the allowlist of modules refuses torch.functional."""
+    cheat = WRONG / "operator_reach.py"
+    (behind,) = _grade([Job(small10, cheat, "c")], cfg, "cpu", static_checks=False)
+    cases = [t for t in behind.tests if t.name in {c.id for c in small10.cases}]
+    assert cases and all(t.outcome == "passed" for t in cases), [(t.name, t.message) for t in cases]
+    (checked,) = _grade([Job(small10, cheat, "c")], cfg, "cpu")
+    assert checked.score == 0 and "use of torch.functional is not allowed" in _messages(checked)["imports"]
