@@ -221,3 +221,16 @@ def test_public_apis_and_own_private_state_pass(task10):
                    "b = triton.testing.do_bench", "c = torch.loadtxt if False else triton.cdiv(3, 2)",
                    "class Cache:", "    def __init__(self):", "        self._x = {}",
                    "    def get(self, k):", "        return self._x.get(k)") == []
+
+
+def test_a_chain_from_a_module_passes_only_through_allowed_modules(task10):
+    """The allowlist (ALLOWED_MODULES): every module that torch or triton re-exports is refused at the link that
+    reaches it, whatever it is called and however the chain starts (an alias, `from torch import storage`)."""
+    problems = _policy(task10, "op = torch.functional.operator.attrgetter", "np1 = torch.storage.np",
+                       "import torch.nn.functional as F", "np2 = F.np", "core = tl.core.tensor",
+                       "from torch import storage", "np3 = storage.np", "t = torch", "op2 = t.functional",
+                       "ok = (torch.empty, torch.float16, torch.cuda.current_stream, F.pad, tl.math.exp, tl.zeros)")
+    refused = [p.split(": use of ", 1)[1].split(" is not allowed")[0] for p in problems if ": use of " in p]
+    assert refused == ["torch.functional", "torch.storage", "torch.nn.functional.np", "triton.language.core",
+                       "torch.storage", "torch.functional"], problems
+    assert all("ALLOWED_MODULES" in p for p in problems if ": use of " in p)
