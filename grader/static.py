@@ -8,6 +8,7 @@
   - the names in REFUSED_NAMES (getattr, open, exec, __import__, __builtins__, ...) wherever they appear, so that
     an alias such as `g = getattr` is caught too;
   - dunder attributes (`x.__closure__`, `x.__class__`, ...), also as keyword patterns of a `case C(__x__=...)`;
+  - defining special methods other than DUNDER_DEFS_ALLOWED (`__torch_function__`, `__array_interface__`, ...);
   - private attributes (`torch._C`, `x._base`), except on `self` and `cls`; these two names may then be bound
     only as a method's first parameter (else `self = torch` would reach `torch._C` through `self._C`);
   - the attributes in FLAGGED_ATTRS (`torch.os`, `x.inspect`, `tb.tb_frame`, `torch.from_file`, ...);
@@ -64,6 +65,13 @@ reach around this check, read files or run unseen code; the dunder names hand ou
 
 DUNDER_WHY = "dunder attributes reach the interpreter's internals"
 """Every attribute `x.__something__` is refused (`__closure__`, `__globals__`, `__dict__`, `__class__`, ...)."""
+
+DUNDER_DEFS_ALLOWED = ("__init__", "__post_init__", "__repr__", "__str__")
+"""Special methods a submission may define (a small class of its own needs no more). Any other dunder name defined
+as a function, method or property (`__torch_function__`, `__torch_dispatch__`, `__array_interface__`,
+`__array__`, a module-level `__getattr__`) is a hook that torch, numpy or Python calls behind the submission's
+back: around the op audit, or handing a tensor's memory to code that never dispatches a torch operation."""
+DUNDER_DEF_WHY = "a special method that torch, numpy or Python calls on their own: a hook around the op audit"
 
 PRIVATE_EXEMPT = ("self", "cls")
 """Private attributes (`x._y`) are refused except on these names, which a method's own state goes through."""
@@ -278,6 +286,9 @@ def _policy_problems(tree: ast.Module, allowed: set[str]) -> list[tuple[int, str
                     root = root.value
                 if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id in imported:
                     add(node, f"assigning to {ast.unparse(target)} (changing an imported module) is not allowed")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(node.name) > 4 \
+                and node.name.startswith("__") and node.name.endswith("__") and node.name not in DUNDER_DEFS_ALLOWED:
+            add(node, f"defining {node.name} is not allowed ({DUNDER_DEF_WHY})")
         for name in _bound_names(node):
             if name in PRIVATE_EXEMPT and id(node) not in method_selves:
                 add(node, f"binding {name} here is not allowed ({name} may use private attributes, so it may only "
@@ -366,6 +377,24 @@ def _import_root(name: str):
         return None
 
 
+def _leaves_allowed_modules(names: list[str]) -> bool:
+    """Whether the chain `names` passes through a module outside ALLOWED_MODULES (as `_report_chain` finds)."""
+    module = _import_root(names[0])
+    for k in range(1, len(names)):
+        if module is None:
+            return False
+        dotted = ".".join(names[: k + 1])
+        if any(a == dotted or a.startswith(dotted + ".") for a in ALLOWED_INTERNALS):
+            return False
+        module = getattr(module, names[k], None)
+        if inspect.ismodule(module):
+            if dotted not in ALLOWED_MODULES and module.__name__ not in ALLOWED_MODULES:
+                return True
+        else:
+            module = None
+    return False
+
+
 def _refused_prefix(dotted: str) -> str | None:
     """The entry of REFUSED_PREFIXES that `dotted` is, or lies under, segment by segment."""
     return next((p for p in REFUSED_PREFIXES if dotted == p or dotted.startswith(p + ".")), None)
@@ -411,7 +440,8 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
             dotted = None if name in aliases else _dotted(value, aliases)
             parts = (dotted or "").split(".")
             # A value refused where it is assigned is not followed further (it would be reported again at each use).
-            if dotted and not _refused_prefix(dotted) and not any(_attr_why(p, False, "") for p in parts[1:]):
+            if dotted and not _refused_prefix(dotted) and not any(_attr_why(p, False, "") for p in parts[1:]) \
+                    and not _leaves_allowed_modules(parts):
                 aliases[name] = dotted
                 grew = True
     return aliases

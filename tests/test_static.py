@@ -234,3 +234,14 @@ def test_a_chain_from_a_module_passes_only_through_allowed_modules(task10):
     assert refused == ["torch.functional", "torch.storage", "torch.nn.functional.np", "triton.language.core",
                        "torch.storage", "torch.functional"], problems
     assert all("ALLOWED_MODULES" in p for p in problems if ": use of " in p)
+
+
+def test_hooks_that_torch_or_numpy_call_on_their_own_cannot_be_defined(task10):
+    """A class with `__array_interface__` lets numpy read and write a tensor's memory with no torch operation
+    dispatched; `__torch_function__` and `__torch_dispatch__` sit between torch and the op audit."""
+    problems = _policy(task10, "class Leak:", "    def __init__(self, t):", "        self.t = t",
+                       "    @property", "    def __array_interface__(self):", "        return {}",
+                       "    def __torch_function__(self, *a):", "        return None", "    def __repr__(self):",
+                       "        return 'ok'", "def __getattr__(name):", "    return name")
+    refused = [p.split("defining ", 1)[1].split(" ", 1)[0] for p in problems]
+    assert refused == ["__array_interface__", "__torch_function__", "__getattr__"], problems
