@@ -19,8 +19,9 @@ is open gets modes of its own, and what it runs is recorded the same way.
 
 Each operation is recorded as {op, line, calls, elements, shape, scalar}: `elements` is the size of what it
 produced (or read, for an operation that returns no tensor), `scalar` says that every tensor it touched had at
-most one element and none of them held the call's input data (a view or a cast of an input counts as input data,
-so `127 * x` on a one-element input is not scalar arithmetic).
+most one element and none of them held the call's input data (a view, a cast or a copy of an input, and a buffer
+filled from one, count as input data, so `127 * x` on a one-element input is not scalar arithmetic, nor is
+`.item()` of a buffer filled from an input element).
 
 The worker records and never judges: grader/torch_ops.py applies the task's policy in the judge. Like every
 record made inside the submission's process, this one is evidence, not proof: the static policy keeps the modes
@@ -44,8 +45,14 @@ from grader import torch_ops
 
 MAX_RECORDS = 256
 """Distinct (op, line, scalar) records kept per window; more are counted in the last one."""
-COPIES = {"_to_copy", "clone", "copy_", "contiguous", "_copy_from", "_copy_from_and_resize", "lift_fresh_copy"}
-"""Operations whose result holds the same data as their input: a copy of input data is input data too."""
+COPIES = {"_to_copy", "clone", "copy_", "contiguous", "_copy_from", "_copy_from_and_resize", "lift_fresh_copy",
+          "fill_", "fill"}
+"""Operations whose result holds the same data as their input: a copy of input data is input data too, and so is a
+buffer filled from it (`tmp.fill_(x[i])`). With fills left out, filling (allocation work) and `tmp.item()` (one
+element that held no input data: "scalar" work) read an input value back one element at a time, out of the audit's
+sight (a known cheat, tasks/10_quantize_global_int8/wrong/fill_item_launder.py). Arithmetic and reductions on input
+data are counted where they happen, and their results are not followed further: a task may allow the absmax
+(`x.abs().max()`), and `1.0 / absmax` is then scalar work."""
 TO_PYTHON = {"tolist": "tolist", "numpy": "numpy", "__array__": "numpy", "__iter__": "iter"}
 """Tensor methods that hand data to Python, which the dispatcher never sees."""
 

@@ -260,3 +260,25 @@ def test_only_the_module_allowlist_stops_a_reach_through_a_re_exported_module(sm
     assert cases and all(t.outcome == "passed" for t in cases), [(t.name, t.message) for t in cases]
     (checked,) = _grade([Job(small10, cheat, "c")], cfg, "cpu")
     assert checked.score == 0 and "use of torch.functional is not allowed" in _messages(checked)["imports"]
+
+
+def test_a_buffer_filled_from_input_data_holds_input_data(monkeypatch):
+    """The op audit follows input data through fills: `.item()` of a scratch tensor filled from an input element
+    is not "scalar" work (wrong/fill_item_launder.py read every input value out that way, 2/2 on the CPU). Without
+    fills among the followed operations, the same record says scalar."""
+    from grader import audit as audit_module
+
+    def reads(audit):
+        x = torch.randn(5)
+        tmp = torch.empty(())
+        with audit.window({x.untyped_storage().data_ptr()}):
+            tmp.fill_(x[3])
+            tmp.item()
+            one = torch.ones(())  # not input data: scalar work stays scalar
+            (one * 2).item()
+        return {r["op"] + ("/scalar" if r["scalar"] else "") for r in audit.result()}
+
+    here = __file__
+    assert "item" in reads(audit_module.OpAudit(here)) and "item/scalar" in reads(audit_module.OpAudit(here))
+    monkeypatch.setattr(audit_module, "COPIES", audit_module.COPIES - {"fill_", "fill"})
+    assert "item" not in reads(audit_module.OpAudit(here))
