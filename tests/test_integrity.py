@@ -282,3 +282,17 @@ def test_a_buffer_filled_from_input_data_holds_input_data(monkeypatch):
     assert "item" in reads(audit_module.OpAudit(here)) and "item/scalar" in reads(audit_module.OpAudit(here))
     monkeypatch.setattr(audit_module, "COPIES", audit_module.COPIES - {"fill_", "fill"})
     assert "item" not in reads(audit_module.OpAudit(here))
+
+
+def test_only_the_static_policy_stops_numpy_writing_through_a_tensors_memory(small10, cfg):
+    """numpy_view.py: numpy (torch.storage.np) reads x and writes q through `__array_interface__`, with no torch
+    operation dispatched: every case passes on the CPU with the static policy off; with it, the module and the
+    special method are each refused."""
+    cheat = WRONG / "numpy_view.py"
+    (behind,) = _grade([Job(small10, cheat, "c")], cfg, "cpu", static_checks=False)
+    cases = [t for t in behind.tests if t.name in {c.id for c in small10.cases}]
+    assert cases and all(t.outcome == "passed" for t in cases), [(t.name, t.message) for t in cases]
+    (checked,) = _grade([Job(small10, cheat, "c")], cfg, "cpu")
+    imports = _messages(checked)["imports"]
+    assert checked.score == 0 and "use of torch.storage is not allowed" in imports
+    assert "defining __array_interface__ is not allowed" in imports
