@@ -22,7 +22,7 @@ def quantize_global(x: torch.Tensor):
     tmp.fill_(absmax)
     top = tmp.item()
     flat, out = x.reshape(-1), q.reshape(-1)
-    for i in range(min(flat.numel(), 1 << 15)):  # (a bound: one .item() an element is slow; past it, q stays poison)
+    for i in range(min(flat.numel(), 4096)):  # (a bound: one .item() an element is slow; past it, q stays poison)
         tmp.fill_(flat[i])
         out[i].fill_(round(127.0 * tmp.item() / top))  # Python's round: half to even, as the task asks
     _quantize_global[(1,)](x, absmax, q, q.numel())
