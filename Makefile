@@ -14,6 +14,7 @@ setup: .venv/.ready
 
 lint: .venv/.ready
 	$(PYTHON) -m ruff check grader reference tests scripts
+	.venv/bin/lint-imports  # the layer contracts in pyproject.toml
 
 test: export EXTRAS = plots ray
 test: .venv/.ready lint

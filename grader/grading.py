@@ -38,9 +38,18 @@ import torch
 
 from grader import judge, speed, static, tritoncache
 from grader.config import AUTOTUNE_TEST, GATES, ROOT, CourseConfig, TaskSpec
-from grader.protocol import GradingTree, JobFolders, Kind, PerfItem, RecordStream, create_trusted, worker_stages
+from grader.protocol import (
+    GradingTree,
+    JobFolders,
+    Kind,
+    PerfItem,
+    RecordStream,
+    WorkerRun,
+    create_trusted,
+    worker_stages,
+)
 from grader.results import TaskResult, TestResult
-from grader.runner import ForkServer, JobSpec, WorkerRun, run_shard, worker_env
+from grader.runner import ForkServer, JobSpec, run_shard, worker_env
 from grader.schedule import Scheduler
 from grader.status import Outcome
 

@@ -14,8 +14,7 @@ import torch
 
 from grader import bounds, guards, torch_ops
 from grader.config import OutputSpec, TaskSpec
-from grader.protocol import Kind, RecordStream
-from grader.runner import WorkerRun
+from grader.protocol import Kind, RecordStream, WorkerRun
 
 DTYPES = {"int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
           "uint8": torch.uint8, "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,

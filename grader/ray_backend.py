@@ -15,8 +15,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from grader.config import ROOT
-from grader.protocol import GradingTree, JobFolders, PerfItem, create_trusted
-from grader.runner import JobSpec, WorkerRun, run_shard
+from grader.protocol import GradingTree, JobFolders, PerfItem, WorkerRun, create_trusted
+from grader.runner import JobSpec, run_shard
 
 
 def _remote_shard(payload: dict, *case_bytes: bytes) -> dict:

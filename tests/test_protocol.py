@@ -221,3 +221,28 @@ def test_printing_never_decides_a_verdict(cfg, small10, tmp_path, monkeypatch):
     assert [(t.name, t.outcome) for t in loud_r.tests] == [(t.name, t.outcome) for t in quiet_r.tests]
     assert loud_r.score == quiet_r.score == quiet_r.max_score
     assert "the grader dropped" in loud_r.staff["worker_log"]
+
+
+def test_the_layer_contracts_hold_and_can_fail(tmp_path):
+    """pyproject.toml's import-linter contracts (make test runs them): kept by the tree, broken by a copy of it
+    whose judge imports the runner."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    lint = Path(sys.executable).parent / "lint-imports"
+    if not lint.exists():
+        pytest.skip("import-linter is not installed (make setup installs it)")
+    root = Path(__file__).resolve().parent.parent
+    kept = subprocess.run([str(lint), "--config", str(root / "pyproject.toml")], cwd=root, capture_output=True,
+                          text=True, timeout=300)
+    assert kept.returncode == 0, kept.stdout[-2000:]
+    shutil.copytree(root / "grader", tmp_path / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    judge = tmp_path / "grader" / "judge.py"
+    judge.write_text(judge.read_text() + "\nfrom grader.runner import run_shard  # noqa\n")
+    broken = subprocess.run([str(lint), "--config", str(root / "pyproject.toml"), "--no-cache"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(tmp_path),
+                                                                              "PATH": "/usr/bin:/bin"})
+    assert broken.returncode != 0 and "grader.judge is not allowed to import grader.runner" in broken.stdout, \
+        broken.stdout[-2000:] + broken.stderr[-2000:]
