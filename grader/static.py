@@ -66,8 +66,10 @@ reach around this check, read files or run unseen code; the dunder names hand ou
 DUNDER_WHY = "dunder attributes reach the interpreter's internals"
 """Every attribute `x.__something__` is refused (`__closure__`, `__globals__`, `__dict__`, `__class__`, ...)."""
 
-DUNDER_DEFS_ALLOWED = ("__init__", "__post_init__", "__repr__", "__str__")
-"""Special methods a submission may define (a small class of its own needs no more). Any other dunder name defined
+DUNDER_DEFS_ALLOWED = ("__init__", "__post_init__", "__repr__", "__str__", "__call__", "__len__", "__getitem__",
+                       "__iter__", "__enter__", "__exit__", "__eq__", "__hash__")
+"""Special methods a submission may define: what a small class of its own needs (a launcher called like a function,
+indexed like a kernel, used as a context). Any other dunder name defined
 as a function, method or property (`__torch_function__`, `__torch_dispatch__`, `__array_interface__`,
 `__array__`, a module-level `__getattr__`) is a hook that torch, numpy or Python calls behind the submission's
 back: around the op audit, or handing a tensor's memory to code that never dispatches a torch operation."""
