@@ -336,7 +336,7 @@ def _report_chain(top: ast.Attribute | ast.Name, aliases: dict[str, str],
     names = [s for s, _ in segments]
     private_why = f"private part of {names[0]}" if resolved else "private attribute: the object's internals"
     exempt = resolved is None and node.id in PRIVATE_EXEMPT  # self._x, cls._x
-    module = _import_root(names[0]) if resolved else None
+    leaves = _module_exit(names) if resolved else None  # the allowlist: where the chain leaves ALLOWED_MODULES
     for k in range(1, len(segments)):
         attr, where = segments[k]
         dotted = ".".join(names[: k + 1])
@@ -345,24 +345,18 @@ def _report_chain(top: ast.Attribute | ast.Name, aliases: dict[str, str],
             why, whole = refused
             add(where, f"use of {dotted if whole else '.' + attr} is not allowed ({why})")
             return
-        internal = any(a == dotted or a.startswith(dotted + ".") for a in ALLOWED_INTERNALS)
         prefix = _refused_prefix(dotted)
-        if prefix and not internal:
+        if prefix and not _internal(dotted):
             add(where, f"use of {dotted} is not allowed ({REFUSED_PREFIXES[prefix]})")
             return
-        if module is not None and not internal:  # the allowlist: modules on the way must be ALLOWED_MODULES
-            module = getattr(module, attr, None)
-            if inspect.ismodule(module):
-                if dotted not in ALLOWED_MODULES and module.__name__ not in ALLOWED_MODULES:
-                    named = _refused_prefix(".".join(names))  # a refusal further on says more (why it is refused)
-                    if named:
-                        add(where, f"use of {named} is not allowed ({REFUSED_PREFIXES[named]})")
-                        return
-                    add(where, f"use of {dotted} is not allowed (the module {module.__name__} is not one a "
-                               "submission may reach: grader/static.py ALLOWED_MODULES lists them)")
-                    return
+        if leaves is not None and k == leaves[0]:
+            named = _refused_prefix(".".join(names))  # a refusal further on says more (why it is refused)
+            if named:
+                add(where, f"use of {named} is not allowed ({REFUSED_PREFIXES[named]})")
             else:
-                module = None  # past the modules: a function's or a class's own attributes (dunder, private: above)
+                add(where, f"use of {dotted} is not allowed (the module {leaves[1]} is not one a submission may "
+                           "reach: grader/static.py ALLOWED_MODULES lists them)")
+            return
     dotted = ".".join(names)
     prefix = _refused_prefix(dotted)
     if prefix and dotted not in ALLOWED_INTERNALS:  # stops on the way to an allowed name
@@ -379,22 +373,26 @@ def _import_root(name: str):
         return None
 
 
-def _leaves_allowed_modules(names: list[str]) -> bool:
-    """Whether the chain `names` passes through a module outside ALLOWED_MODULES (as `_report_chain` finds)."""
+def _internal(dotted: str) -> bool:
+    """`dotted` is an ALLOWED_INTERNALS name or on the way to one."""
+    return any(a == dotted or a.startswith(dotted + ".") for a in ALLOWED_INTERNALS)
+
+
+def _module_exit(names: list[str]) -> tuple[int, str] | None:
+    """The index, and the module's own name, of the first link of the chain `names` (its root an imported
+    module) that reaches a module outside ALLOWED_MODULES, read from the modules themselves; None when it never
+    does (past the modules, a function's or a class's own attributes are left to the dunder and private rules)."""
     module = _import_root(names[0])
     for k in range(1, len(names)):
         if module is None:
-            return False
-        dotted = ".".join(names[: k + 1])
-        if any(a == dotted or a.startswith(dotted + ".") for a in ALLOWED_INTERNALS):
-            return False
+            return None
         module = getattr(module, names[k], None)
-        if inspect.ismodule(module):
-            if dotted not in ALLOWED_MODULES and module.__name__ not in ALLOWED_MODULES:
-                return True
-        else:
+        dotted = ".".join(names[: k + 1])
+        if not inspect.ismodule(module):
             module = None
-    return False
+        elif dotted not in ALLOWED_MODULES and module.__name__ not in ALLOWED_MODULES and not _internal(dotted):
+            return k, module.__name__
+    return None
 
 
 def _refused_prefix(dotted: str) -> str | None:
@@ -443,7 +441,7 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
             parts = (dotted or "").split(".")
             # A value refused where it is assigned is not followed further (it would be reported again at each use).
             if dotted and not _refused_prefix(dotted) and not any(_attr_why(p, False, "") for p in parts[1:]) \
-                    and not _leaves_allowed_modules(parts):
+                    and _module_exit(parts) is None:
                 aliases[name] = dotted
                 grew = True
     return aliases
