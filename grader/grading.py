@@ -775,8 +775,12 @@ def _shard_into(finished: dict, key: tuple[int, int], shard_runner, folders: Job
 
 def case_never_ran(runs: list[WorkerRun], case: int) -> bool:
     """True when a finished shard's runs hold no record of `case`: its worker hung, crashed or ran out of time at
-    or before it (a hang is not restarted), so the case fails whatever else happens."""
-    return not any(run.records is not None and RecordStream(run.records).has(Kind.CASE, case) for run in runs)
+    or before it (a hang is not restarted), so the case fails whatever else happens. A stream that cannot be read
+    says nothing: the speed test is then timed, and the judge decides from the same records as ever."""
+    try:
+        return not any(run.records is not None and RecordStream(run.records).has(Kind.CASE, case) for run in runs)
+    except Exception:  # noqa: BLE001 - the worker's records: unreadable means unknown here, never an error
+        return False
 
 
 def _timed_run(staff_runs: dict, task_id: str, shard_runner, folders: JobFolders, shard: int,

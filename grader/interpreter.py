@@ -1,5 +1,6 @@
 """Triton's interpreter, made to run what students write for CUDA, and a view of a CUDA worker's kernels through it.
 
+- `patch_interpreter`: all of the next four, as a CPU worker needs them.
 - `patch_interpreter_libdevice`: the libdevice rounding functions (`rint`, `llrint`, `round`, ...), which the stock
   interpreter returns None for.
 - `patch_interpreter_scalars`: a scalar argument as an index (`range(0, n, BLOCK)`) whatever NumPy's version.
@@ -15,6 +16,17 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+
+
+def patch_interpreter() -> dict:
+    """Everything below, as a CPU worker runs students' kernels in the interpreter: the libdevice rounding
+    functions, scalars as indices, the language patched once per launch, Python's min/max as the compiler reads
+    them. Returns the libdevice originals (`patch_interpreter_libdevice`)."""
+    originals = patch_interpreter_libdevice()
+    patch_interpreter_scalars()
+    patch_interpreter_nested_calls()
+    patch_interpreter_minmax()
+    return originals
 
 
 def patch_interpreter_libdevice() -> dict:
@@ -319,11 +331,8 @@ def interpreted(module, holders: list[tuple[object, str]] = ()):
             swaps.append((obj, attr, interp(value)))
     try:
         with swapped(swaps):
-            originals = patch_interpreter_libdevice()
+            originals = patch_interpreter()
             try:
-                patch_interpreter_scalars()
-                patch_interpreter_nested_calls()
-                patch_interpreter_minmax()
                 yield
             finally:
                 for (mod, name), fn in originals.items():

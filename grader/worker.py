@@ -38,13 +38,7 @@ from grader.audit import OpAudit, watch_threads
 from grader.bounds import BoundsAudit
 from grader.bounds import intact as bounds_intact
 from grader.gpu_compile import CompileCheck
-from grader.interpreter import (
-    interpreted,
-    patch_interpreter_libdevice,
-    patch_interpreter_minmax,
-    patch_interpreter_nested_calls,
-    patch_interpreter_scalars,
-)
+from grader.interpreter import interpreted, patch_interpreter
 from grader.interpreter import kernel_chain as _kernel_chain
 from grader.protocol import GpuGate, Kind, RecordWriter, WorkerJob
 from grader.timing import compile_here, load_baseline, time_calls
@@ -555,10 +549,7 @@ def main(job_file: Path, records_fd: int) -> int:
     try:
         originals = {}
         if device == "cpu":
-            originals = patch_interpreter_libdevice()
-            patch_interpreter_scalars()
-            patch_interpreter_nested_calls()
-            patch_interpreter_minmax()
+            originals = patch_interpreter()
         inst = Instruments()
         inst.path = path
         inst.gate = gate

@@ -271,15 +271,9 @@ def main() -> None:
     env = " ".join(f"{k}={v}" for k, v in launch_job(load_task(next(TASKS.glob("puzzle01_*"))))["env"].items())
     if args.smoke:
         os.environ["TRITON_INTERPRET"] = "1"  # read when a kernel is decorated, so before the solutions load
-        from grader.interpreter import (
-            patch_interpreter_minmax,
-            patch_interpreter_nested_calls,
-            patch_interpreter_scalars,
-        )
+        from grader.interpreter import patch_interpreter
 
-        patch_interpreter_scalars()  # as the CPU worker does
-        patch_interpreter_nested_calls()
-        patch_interpreter_minmax()
+        patch_interpreter()  # as the CPU worker does
         device, timer, copy_gbs = "cpu", bench_cpu, None
         print(f"bench_puzzles --smoke on the CPU (Triton's interpreter; medians of 3 calls by time.perf_counter: "
               f"the interpreter's speed, not a GPU's), {datetime.date.today()}, torch {torch.__version__}, "

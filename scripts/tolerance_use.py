@@ -36,17 +36,9 @@ def main() -> int:
     from grader.worker import Launcher, find_autotuners
 
     if args.device == "cpu":  # as the worker does: libdevice's rounding functions work in the interpreter
-        from grader.interpreter import (
-            patch_interpreter_libdevice,
-            patch_interpreter_minmax,
-            patch_interpreter_nested_calls,
-            patch_interpreter_scalars,
-        )
+        from grader.interpreter import patch_interpreter
 
-        patch_interpreter_libdevice()
-        patch_interpreter_scalars()
-        patch_interpreter_nested_calls()
-        patch_interpreter_minmax()
+        patch_interpreter()
 
     tasks, _ = discover_tasks()
     for task_id, task in sorted(tasks.items()):

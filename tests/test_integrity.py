@@ -250,16 +250,23 @@ def test_the_cheats_that_the_static_policy_refuses_are_stopped_behind_it(small10
     assert survivors, "with the sandbox off, the orphan outlives the worker"
 
 
+def _only_the_static_policy_stops(cheat: Path, task, cfg) -> str:
+    """Grade `cheat` on the CPU with the static policy off (every case must pass: nothing behind the policy stops
+    it) and on (it must earn nothing); returns the imports test's message."""
+    (behind,) = _grade([Job(task, cheat, "c")], cfg, "cpu", static_checks=False)
+    cases = [t for t in behind.tests if t.name in {c.id for c in task.cases}]
+    assert cases and all(t.outcome == "passed" for t in cases), [(t.name, t.message) for t in cases]
+    (checked,) = _grade([Job(task, cheat, "c")], cfg, "cpu")
+    assert checked.score == 0
+    return _messages(checked)["imports"]
+
+
 def test_only_the_module_allowlist_stops_a_reach_through_a_re_exported_module(small10, cfg):
     """operator_reach.py reaches torch's internals by a string through torch.functional.operator and switches the
     op audit off: nothing behind the static policy stops it (every case passes with the policy off, on the CPU,
     where a Gradescope autograder grades too); the allowlist of modules refuses torch.functional."""
-    cheat = WRONG / "operator_reach.py"
-    (behind,) = _grade([Job(small10, cheat, "c")], cfg, "cpu", static_checks=False)
-    cases = [t for t in behind.tests if t.name in {c.id for c in small10.cases}]
-    assert cases and all(t.outcome == "passed" for t in cases), [(t.name, t.message) for t in cases]
-    (checked,) = _grade([Job(small10, cheat, "c")], cfg, "cpu")
-    assert checked.score == 0 and "use of torch.functional is not allowed" in _messages(checked)["imports"]
+    imports = _only_the_static_policy_stops(WRONG / "operator_reach.py", small10, cfg)
+    assert "use of torch.functional is not allowed" in imports
 
 
 def test_a_buffer_filled_from_input_data_holds_input_data(monkeypatch):
@@ -288,11 +295,6 @@ def test_only_the_static_policy_stops_numpy_writing_through_a_tensors_memory(sma
     """numpy_view.py: numpy (torch.storage.np) reads x and writes q through `__array_interface__`, with no torch
     operation dispatched: every case passes on the CPU with the static policy off; with it, the module and the
     special method are each refused."""
-    cheat = WRONG / "numpy_view.py"
-    (behind,) = _grade([Job(small10, cheat, "c")], cfg, "cpu", static_checks=False)
-    cases = [t for t in behind.tests if t.name in {c.id for c in small10.cases}]
-    assert cases and all(t.outcome == "passed" for t in cases), [(t.name, t.message) for t in cases]
-    (checked,) = _grade([Job(small10, cheat, "c")], cfg, "cpu")
-    imports = _messages(checked)["imports"]
-    assert checked.score == 0 and "use of torch.storage is not allowed" in imports
+    imports = _only_the_static_policy_stops(WRONG / "numpy_view.py", small10, cfg)
+    assert "use of torch.storage is not allowed" in imports
     assert "defining __array_interface__ is not allowed" in imports
