@@ -431,10 +431,12 @@ class GpuGate:
     SUFFIXES = (".turnstile", ".room", ".queue")
     SHARED_WAIT_S = 20.0
     ROOM_WAIT_S = 5.0
-    """A timer waits this long for the room to empty. A submission that hangs inside its call (a Python loop in
-    its wrapper, as one demo file does) holds its share until the stall limit stops it (120 s): with 15 s here,
+    """A timer waits this long for the room to empty. A submission that hung inside its call (a Python loop in
+    its wrapper, as one demo file does) used to hold its share until the stall limit stopped it: with 15 s here,
     each timer of the class waited that long in turn, holding every case worker up meanwhile (8 students: 6 of
-    32 files in 180 s on the H200 box). A timed call that did not have the GPU alone says so in its verdict."""
+    32 files in 180 s on the H200 box). Such a share is now let go after about IDLE_S (`release_when_idle`);
+    this bound stays for a worker that keeps launching. A timed call that did not have the GPU alone says so in
+    its verdict."""
     QUEUE_WAIT_S = 120.0
     GRACE_S = 0.05
     POLL_S = 0.002
