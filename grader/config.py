@@ -215,6 +215,9 @@ class TaskSpec:
     torch_ops: tuple[str, ...] = DEFAULT_ALLOW
     """The torch work the task's wrapper may do: groups and op names (grader/torch_ops.py); anything else on data
     of the output's size fails the call."""
+    python_reads: int = 0
+    """Elements of input data a call may hand to Python (`.item()`, `.tolist()`, `int(t)` of an input element or a
+    copy of one; grader/torch_ops.py READS); past it, the call fails whatever the size of the outputs."""
     withheld: Withheld | None = None
     """In a released copy (the student kit): the tests left out, which still count in `points`."""
     right: list[str] = field(default_factory=list)
@@ -378,6 +381,7 @@ def load_task(folder: Path) -> TaskSpec:
         pictures=bool(data.get("pictures", False)),
         perf=perf,
         torch_ops=_torch_ops(data.get("torch_ops"), where),
+        python_reads=_count(data.get("python_reads", 0), "python_reads", where),
         withheld=_withheld(data.get("withheld"), where),
         right=sorted(p.name for p in (folder / "right").glob("*.py")),
     )
@@ -413,6 +417,12 @@ def _withheld(raw: Any, where: str) -> Withheld | None:
     if min(held.cases, held.speed_tests, held.points) < 0:
         raise ConfigError(f"{where}: withheld counts and points must be >= 0, got {raw!r}")
     return held
+
+
+def _count(raw: Any, key: str, where: str) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise ConfigError(f"{where}: {key} must be a whole number >= 0, got {raw!r}")
+    return raw
 
 
 def _torch_ops(raw: Any, where: str) -> tuple[str, ...]:
@@ -566,6 +576,10 @@ class CourseConfig:
     """Check every address a kernel loads, stores or updates against the tensors of its launch, and fail a case
     that touches memory outside them, even when the value read is never used (grader/bounds.py): on the CPU as
     the interpreter runs; on CUDA by running each call again with its kernels interpreted, on the CPU's inputs."""
+    writes: bool = True
+    """The write check (grader/writes.py): fail an output that a kernel must write when it held values other than
+    an allocation's or a fill's before the first launch that received it, or changed outside every kernel after
+    one (values placed with torch, numpy or Python do not count)."""
     informational_speed: bool = True
     """Run the speed tests worth 0 points (the speed tier of tasks 10-14). Each costs a timing worker (8-13 s of a
     core, beside the case workers) and under a second of the GPU alone; false leaves them out of the tasks (no
@@ -709,6 +723,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
         sandbox=_sandbox(grading.get("sandbox"), where),
         gpu_compile=_flag(grading, "gpu_compile", True, where),
         bounds=_flag(grading, "bounds", True, where),
+        writes=_flag(grading, "writes", True, where),
         informational_speed=informational_speed,
         always_allowed_imports=[str(m) for m in data.get("always_allowed_imports") or []],
         homeworks=homeworks,

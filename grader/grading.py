@@ -682,7 +682,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                     prepared.case_paths(job.task), timeout_s, benchmark_autotune,
                                     fork_server=cfg.fork_server, specialize=specialize[n],
                                     launch=launch_job(job.task), stall_s=stall_s,
-                                    sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile, bounds=cfg.bounds)
+                                    sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile, bounds=cfg.bounds,
+                                    writes=cfg.writes)
                 public = [("shard", n, k) for k, indices in enumerate(plan[n])
                           if all(job.task.cases[i].visibility == "public" for i in indices)]
                 for k, indices in enumerate(plan[n]):

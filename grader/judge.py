@@ -519,7 +519,8 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
         if not isinstance(run.get("torch_ops"), list):
             return ["the worker's record of this call has no op audit (garbled result)"]
         name, size = min(kernel_made, key=lambda item: item[1])
-        msg = torch_ops.check([*(import_ops or []), *run["torch_ops"]], task.torch_ops, size, name)
+        msg = torch_ops.check([*(import_ops or []), *run["torch_ops"]], task.torch_ops, size, name,
+                              task.python_reads)
         if msg:
             problems.append(msg)
 
@@ -554,12 +555,47 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
                 if not any(base <= p < base + size for launch in launches for p in launch.get("ptrs", [])):
                     problems.append(f"{spec.name} was not passed to any Triton kernel launched during the call; "
                                     "it must be written by your kernel")
+                problems.extend(write_problems(spec.name, alloc, run.get("writes")))
         key = (id(t), id(ref), spec.name)
         if key not in memo:  # the tensors are kept too, so their ids stay theirs while the memo lives
             memo[key] = (value_problem(spec, t.reshape(ref.shape), ref), t, ref)
         if memo[key][0]:
             problems.append(memo[key][0])
     return problems
+
+
+_WHEN = {
+    "before": "held values before the first kernel launch that received it ({where}), and not those of an "
+              "allocation, a fill with one value, or a copy of an input",
+    "between": "changed between two kernel launches that received it, outside both (before {where})",
+    "after": "changed after the last kernel launch that received it ({where}), outside every kernel",
+}
+
+
+def write_problems(name: str, alloc: int, events) -> list[str]:
+    """The write check's findings (grader/writes.py) for the output `name`, held in guarded buffer `alloc`."""
+    if events is None:
+        return []  # the check was off (config: grading.writes)
+    if not isinstance(events, list) or not all(
+            isinstance(e, dict) and type(e.get("alloc")) is int and e.get("when") in _WHEN
+            and type(e.get("elements")) is int and isinstance(e.get("kernel"), str)
+            and (e.get("line") is None or type(e.get("line")) is int) for e in events):
+        return ["the worker's record of the write check is garbled"]
+    found = []
+    for e in events:
+        if e["alloc"] != alloc:
+            continue  # a scratch buffer: the wrapper may prepare it with the torch work its task allows
+        kernel = _fmt_name(e["kernel"])
+        where = f"{kernel}, line {e['line']}" if e["line"] is not None else kernel
+        found.append(f"{name}: {e['elements']} element(s) {_WHEN[e['when']].format(where=where)}: the values of an "
+                     "output must be computed by your kernel; values placed with torch, numpy or Python do not "
+                     "count")
+    return found[:1]
+
+
+def _fmt_name(text: str) -> str:
+    """A kernel's name from the worker, as students read it: an identifier, at most 80 characters."""
+    return text[:80] if text.isidentifier() else "a kernel"
 
 
 def n_buffers(task: TaskSpec) -> int:

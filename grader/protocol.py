@@ -179,6 +179,8 @@ class WorkerJob:
     launch: dict | None = None
     gpu_compile: bool = True
     bounds: bool = True
+    writes: bool = True
+    """The write check (grader/writes.py): each guarded buffer at each launch and at the end of the call."""
     warm: bool = False
     gate: str = ""
     """The GPU gate's stem (`GradingTree.gate`), or "" for none: CUDA workers use the GPU through it."""

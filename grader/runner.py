@@ -68,6 +68,8 @@ class JobSpec:
     bounds: bool = True
     """Check every address a kernel touches against its launch's tensors (grader/bounds.py): as the interpreter
     runs on the CPU; on CUDA through an interpreted re-run of each call."""
+    writes: bool = True
+    """Check that what a call returns is what its kernels wrote (grader/writes.py)."""
     warm: bool = False
     """A warm-up run of a staff solution (trusted, not sandboxed): one config per case, compiling into the shared
     Triton cache what the sandboxed workers of that task may then read (grader/tritoncache.py)."""
@@ -178,7 +180,7 @@ def worker_job(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
         cache=str(folders.cache), perf=list(spec.perf),
         sandbox={**spec.sandbox, "timeout_s": spec.timeout_s} if spec.sandbox is not None else None,
         benchmark_autotune=spec.benchmark_autotune, specialize=spec.specialize, launch=spec.launch,
-        gpu_compile=spec.gpu_compile, bounds=spec.bounds, warm=spec.warm, gate=spec.gate)
+        gpu_compile=spec.gpu_compile, bounds=spec.bounds, writes=spec.writes, warm=spec.warm, gate=spec.gate)
 
 
 def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]) -> WorkerRun:

@@ -49,6 +49,11 @@ def expand(allow: list[str] | tuple[str, ...]) -> tuple[frozenset[str], bool]:
 
 
 TO_PYTHON = ("tolist", "numpy", "iter")
+READS = ("item", *TO_PYTHON)
+"""Operations that hand tensor data to Python. Read from input data (not "scalar" work), they count against the
+task's `python_reads` budget as well as the size threshold: Python can compute with what it reads and place the
+results where a kernel then "computes" them, a value at a time (tasks/10_quantize_global_int8/wrong/
+fill_item_launder.py), below any threshold of whole outputs."""
 
 
 def describe(rec: dict) -> str:
@@ -59,10 +64,12 @@ def describe(rec: dict) -> str:
     return f"{what} on {rec['elements']} element(s) at line {rec.get('line')}{when}"
 
 
-def check(records: list, allow: list[str] | tuple[str, ...], threshold: int, output: str) -> str | None:
+def check(records: list, allow: list[str] | tuple[str, ...], threshold: int, output: str,
+          python_reads: int = 0) -> str | None:
     """The problem with a call's torch work, or None. `records` come from the worker (untrusted: a record in the
     wrong form is a garbled result, ValueError); `threshold` is the element count of the smallest output the
-    kernel must write, `output` its name."""
+    kernel must write, `output` its name; `python_reads` the elements of input data the call may hand to Python
+    (task.yaml; READS)."""
     if not isinstance(records, list):
         raise ValueError("the op audit's record is not a list")
     names, scalar_ok = expand(allow)
@@ -75,6 +82,13 @@ def check(records: list, allow: list[str] | tuple[str, ...], threshold: int, out
             continue
         counted.append(rec)
         total += rec["elements"]
+    reads = [r for r in counted if r["op"] in READS]
+    read = sum(r["elements"] for r in reads)
+    if read > python_reads and read < max(1, threshold):  # at the threshold, the message below says more
+        worst = max(reads, key=lambda r: r["elements"])
+        return (f"{describe(worst)}: {read} element(s) of input data handed to Python in this call, where this task "
+                f"allows {python_reads}: {output} must come from your kernel, and what Python reads of the inputs "
+                "does not reach it through the kernel's arguments either")
     if not counted or total < max(1, threshold):
         return None
     worst = max(counted, key=lambda r: r["elements"])

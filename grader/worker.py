@@ -42,6 +42,7 @@ from grader.interpreter import interpreted, patch_interpreter
 from grader.interpreter import kernel_chain as _kernel_chain
 from grader.protocol import GpuGate, Kind, RecordWriter, WorkerJob
 from grader.timing import compile_here, load_baseline, time_calls
+from grader.writes import WriteWatch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,6 +66,8 @@ class Instruments:
         """On the interpreter, a gpu_compile.CompileCheck: every launch is also compiled for CUDA targets."""
         self.gate: GpuGate | None = None
         """On CUDA, the GPU's gate: an interpreted kernel (the address check's re-run) lets a shared hold go."""
+        self.writes: WriteWatch | None = None
+        """The write check (grader/writes.py): the guarded buffers at each launch and at the end of the call."""
         self._orig_empty = torch.empty
         self._patch_launches()
         self._patch_allocators()
@@ -86,18 +89,26 @@ class Instruments:
             orig = cls.run
 
             def run(self, *args, _orig=orig, **kwargs):
+                watched = None
                 if inst.active and not kwargs.get("warmup", False):
-                    ptrs = [a.data_ptr() for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+                    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
                     name = getattr(getattr(self, "fn", None), "__name__", type(self).__name__)
-                    launch = {"kernel": name, "ptrs": ptrs}
+                    launch = {"kernel": name, "ptrs": [t.data_ptr() for t in tensors]}
                     if inst.gpu_check is not None and type(self).__name__ == "InterpretedFunction":
                         launch["gpu_compile"] = inst.gpu_check.check(self.fn, args, kwargs)
                     inst.launches.append(launch)
+                    if inst.writes is not None:
+                        watched = (*inst.writes.before(tensors, name), name)
                 if inst.gate is not None and type(self).__name__ == "InterpretedFunction":
-                    return inst.gate.paused(lambda: _orig(self, *args, **kwargs), torch.cuda.synchronize)
-                if inst.gate is not None:
-                    inst.gate.touch()  # the GPU is in use: a hold let go while the call idled is taken again
-                return _orig(self, *args, **kwargs)
+                    out = inst.gate.paused(lambda: _orig(self, *args, **kwargs), torch.cuda.synchronize)
+                else:
+                    if inst.gate is not None:
+                        inst.gate.touch()  # the GPU is in use: a hold let go while the call idled is taken again
+                    out = _orig(self, *args, **kwargs)
+                if watched is not None and watched[0]:
+                    owners, line, name = watched
+                    inst.writes.launched(owners, name, line)
+                return out
 
             cls.run = run
 
@@ -119,6 +130,8 @@ class Instruments:
                 if t.requires_grad:
                     view.requires_grad_(True)
                 inst.allocs.append((buf, view, offset))
+                if inst.writes is not None:
+                    inst.writes.allocated(len(inst.allocs) - 1)
                 return view
 
             return alloc
@@ -240,6 +253,8 @@ class Launcher:
         for t in templates:
             buf, view, offset = guards.guarded_empty(tuple(t.shape), t.dtype, device, empty=inst._orig_empty)
             inst.allocs.append((buf, view, offset))
+            if inst.writes is not None:
+                inst.writes.allocated(len(inst.allocs) - 1)
             views.append(view)
         return views
 
@@ -293,6 +308,8 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     kwargs = {k: place(v) for k, v in case["kwargs"].items()}
 
     inst.reset()
+    if inst.writes is not None:
+        inst.writes.start(inst.allocs, [view for _, view, _ in inputs])
     if bounds:
         bounds.take()  # nothing from before this call counts against it
     if n_out:
@@ -330,6 +347,8 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
             ptr = item.data_ptr()
             alloc = next((j for j, (buf, _, _) in enumerate(inst.allocs)
                           if buf.data_ptr() <= ptr < buf.data_ptr() + buf.numel() * buf.element_size()), None)
+            if alloc is not None and inst.writes is not None:
+                inst.writes.returned(alloc)
             outputs.append({"kind": "tensor", "tensor": _to_cpu(item), "device": str(item.device),
                             "ptr": ptr, "nbytes": item.numel() * item.element_size(), "alloc": alloc})
         else:
@@ -340,6 +359,8 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     record["allocs"] = [{**guards.guard_record(buf, view, off), "base": buf.data_ptr(),
                          "nbytes": buf.numel() * buf.element_size()} for buf, view, off in inst.allocs]
     record["launches"] = list(inst.launches)
+    if inst.writes is not None:
+        record["writes"] = list(inst.writes.events)
     if bounds:
         record["bounds"] = bounds.take()
         if not bounds_intact(bounds):
@@ -560,6 +581,8 @@ def main(job_file: Path, records_fd: int) -> int:
         if job.bounds and not job.warm:
             bounds = BoundsAudit(path)
             bounds.install()
+        if job.writes and not job.warm:
+            inst.writes = WriteWatch(path)
         os.environ.update((job.launch or {}).get("env") or {})
         with audit.window(), stages.stage("import"):
             module = _load_module("submission", path)

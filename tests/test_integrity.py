@@ -42,8 +42,8 @@ def _messages(result) -> dict[str, str]:
     return {t.name: t.message for t in result.tests}
 
 
-def _grade(jobs, cfg, device, static_checks=True, sandbox_on=True):
-    cfg = dataclasses.replace(cfg, sandbox=SandboxConfig(enabled=sandbox_on))
+def _grade(jobs, cfg, device, static_checks=True, sandbox_on=True, writes=True):
+    cfg = dataclasses.replace(cfg, sandbox=SandboxConfig(enabled=sandbox_on), writes=writes)
     return grade_jobs(jobs, cfg, device, workers=len(jobs), static_checks=static_checks)
 
 
@@ -158,6 +158,12 @@ def test_the_op_audit_counts_only_what_the_task_does_not_allow():
     assert torch_ops.check([rec("div", 1, True)], ("alloc",), 1, "q").startswith("torch.div on 1 element")
     # data handed to Python, and import-time work, say so
     assert "with .tolist()" in torch_ops.check([rec("tolist", 1000)], allow, 1000, "q")
+    # input data handed to Python counts against the task's budget, however small beside the output
+    msg = torch_ops.check([rec("item", 3, line=12)], allow, 1000, "q")
+    assert msg.startswith("torch.item on 3 element(s) at line 12: 3 element(s) of input data handed to Python"), msg
+    assert "where this task allows 0" in msg
+    assert torch_ops.check([rec("item", 3)], allow, 1000, "q", python_reads=3) is None
+    assert torch_ops.check([rec("item", 1, True)], allow, 1000, "q") is None  # scalar work is not input data
     assert "while the file was imported" in torch_ops.check([{**rec("round", 1000), "phase": "import"}], allow,
                                                             1000, "q")
     # a garbled record fails closed
@@ -250,22 +256,29 @@ def test_the_cheats_that_the_static_policy_refuses_are_stopped_behind_it(small10
     assert survivors, "with the sandbox off, the orphan outlives the worker"
 
 
-def _only_the_static_policy_stops(cheat: Path, task, cfg) -> str:
-    """Grade `cheat` on the CPU with the static policy off (every case must pass: nothing behind the policy stops
-    it) and on (it must earn nothing); returns the imports test's message."""
-    (behind,) = _grade([Job(task, cheat, "c")], cfg, "cpu", static_checks=False)
-    cases = [t for t in behind.tests if t.name in {c.id for c in task.cases}]
-    assert cases and all(t.outcome == "passed" for t in cases), [(t.name, t.message) for t in cases]
-    (checked,) = _grade([Job(task, cheat, "c")], cfg, "cpu")
+WRITTEN_OUTSIDE = "held values before the first kernel launch that received it"
+
+
+def _stopped_by_static_policy_and_write_check(cheat: Path, task, cfg) -> str:
+    """Grade `cheat` on the CPU with the static policy and the write check off (every case must pass: nothing else
+    stops it), with the write check alone (every case fails: values placed before the launch), and with the
+    static policy alone (it earns nothing); returns the imports test's message."""
+    cases = {c.id for c in task.cases}
+    behind, alone = _grade([Job(task, cheat, "c")], cfg, "cpu", static_checks=False, writes=False) + \
+        _grade([Job(task, cheat, "c")], cfg, "cpu", static_checks=False)
+    assert all(t.outcome == "passed" for t in behind.tests if t.name in cases), _messages(behind)
+    assert all(WRITTEN_OUTSIDE in m for n, m in _messages(alone).items() if n in cases), _messages(alone)
+    (checked,) = _grade([Job(task, cheat, "c")], cfg, "cpu", writes=False)
     assert checked.score == 0
     return _messages(checked)["imports"]
 
 
-def test_only_the_module_allowlist_stops_a_reach_through_a_re_exported_module(small10, cfg):
+def test_a_reach_through_a_re_exported_module_is_stopped_by_the_allowlist_and_by_the_write_check(small10, cfg):
     """operator_reach.py reaches torch's internals by a string through torch.functional.operator and switches the
-    op audit off: nothing behind the static policy stops it (every case passes with the policy off, on the CPU,
-    where a Gradescope autograder grades too); the allowlist of modules refuses torch.functional."""
-    imports = _only_the_static_policy_stops(WRONG / "operator_reach.py", small10, cfg)
+    op audit off: with the static policy and the write check off, every case passes (on the CPU, where a Gradescope
+    autograder grades too). The allowlist of modules refuses torch.functional; the write check sees q hold the
+    codes before the kernel that does nothing is launched."""
+    imports = _stopped_by_static_policy_and_write_check(WRONG / "operator_reach.py", small10, cfg)
     assert "use of torch.functional is not allowed" in imports
 
 
@@ -291,10 +304,27 @@ def test_a_buffer_filled_from_input_data_holds_input_data(monkeypatch):
     assert "item" not in reads(audit_module.OpAudit(here))
 
 
-def test_only_the_static_policy_stops_numpy_writing_through_a_tensors_memory(small10, cfg):
+def test_numpy_writing_through_a_tensors_memory_is_stopped_by_the_static_policy_and_by_the_write_check(small10, cfg):
     """numpy_view.py: numpy (torch.storage.np) reads x and writes q through `__array_interface__`, with no torch
-    operation dispatched: every case passes on the CPU with the static policy off; with it, the module and the
-    special method are each refused."""
-    imports = _only_the_static_policy_stops(WRONG / "numpy_view.py", small10, cfg)
+    operation dispatched, so the op audit sees nothing: every case passes on the CPU with the static policy and the
+    write check off. The static policy refuses the module and the special method; the write check sees q written
+    before the launch."""
+    imports = _stopped_by_static_policy_and_write_check(WRONG / "numpy_view.py", small10, cfg)
     assert "use of torch.storage is not allowed" in imports
     assert "defining __array_interface__ is not allowed" in imports
+
+
+def test_scalar_laundering_is_stopped_by_the_op_audit_and_by_the_write_check(small10, cfg):
+    """fill_item_launder.py reads each input value with `.item()` and writes each code with `fill_` before a
+    kernel that does nothing. The op audit alone (write check off) counts the reads of input data; the write check
+    alone (a task copy whose policy allows every op it runs and any number of reads) sees q written before the
+    launch; with both off, every case passes."""
+    cheat, cases = WRONG / "fill_item_launder.py", {c.id for c in small10.cases}
+    lax = dataclasses.replace(small10, torch_ops=(*small10.torch_ops, "item"), python_reads=1 << 30)
+    audit_alone, write_alone, neither = _grade([Job(small10, cheat, "a")], cfg, "cpu", writes=False) + \
+        _grade([Job(lax, cheat, "w")], cfg, "cpu") + _grade([Job(lax, cheat, "n")], cfg, "cpu", writes=False)
+    assert all(t.outcome == "passed" for t in neither.tests if t.name in cases), _messages(neither)
+    assert audit_alone.score == 0 and write_alone.score == 0
+    for name in cases:
+        assert "torch.item on" in _messages(audit_alone)[name], _messages(audit_alone)[name]
+        assert WRITTEN_OUTSIDE in _messages(write_alone)[name], _messages(write_alone)[name]
