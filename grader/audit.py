@@ -75,6 +75,9 @@ class OpAudit:
         self.records: dict[tuple, dict] = {}
         self.inputs: set[int] = set()
         """Storage addresses that hold the call's input data (its inputs, their views and copies)."""
+        self.derived: set[int] = set()
+        """Storage addresses that hold values computed from input data by any operation (`x[i:i+1].max()`): what
+        Python reads of them counts against the task's `python_reads` (record field `reads_input`)."""
         self._dispatch = _Dispatch(self)
         self._function = _Function(self)
 
@@ -82,6 +85,7 @@ class OpAudit:
         """Open a recording window (the import, or one call); `input_storages` are the call's inputs."""
         self.records = {}
         self.inputs = set(input_storages or ())
+        self.derived = set(self.inputs)
         return _Window(self)
 
     def result(self) -> list[dict]:
@@ -121,15 +125,18 @@ class OpAudit:
         tainted = any(store(t) in self.inputs for t in tensors_in if isinstance(t, torch.Tensor))
         if tainted and op in COPIES:
             self.inputs.update(store(t) for t in tensors_out if isinstance(t, torch.Tensor))
+        derived = any(store(t) in self.derived for t in tensors_in if isinstance(t, torch.Tensor))
+        if derived:
+            self.derived.update(store(t) for t in tensors_out if isinstance(t, torch.Tensor))
         outs = [t for t in tensors_out if isinstance(t, torch.Tensor)]
         elements = sum(t.numel() for t in outs) if outs else max((t.numel() for t in touched), default=0)
         largest = max(touched, key=lambda t: t.numel(), default=None)
         scalar = all(t.numel() <= 1 for t in touched) and not tainted
-        key = (op, line, scalar)
+        key = (op, line, scalar, derived)
         if key not in self.records and len(self.records) >= MAX_RECORDS:
             key = next(reversed(self.records))
-        rec = self.records.setdefault(key, {"op": op, "line": line, "scalar": scalar, "calls": 0, "elements": 0,
-                                            "shape": []})
+        rec = self.records.setdefault(key, {"op": op, "line": line, "scalar": scalar, "reads_input": derived,
+                                            "calls": 0, "elements": 0, "shape": []})
         rec["calls"] += 1
         rec["elements"] += int(elements)
         if largest is not None and largest.numel() >= _numel(rec["shape"]):

@@ -19,10 +19,13 @@
     those (torch, torch.cuda, torch.nn.functional, triton, triton.language and libdevice, math, ...), so a module
     that torch or triton re-exports (`torch.functional.operator`, `torch.storage.np`) is refused whatever its
     name, where a denylist had to name each one;
+  - an allowlist of attributes (ALLOWED_ATTRS): on objects that are not modules (tensors, Triton values, configs,
+    device properties, Python's own types), only the names a wrapper or a kernel needs, and those the file
+    defines itself (its classes' methods and fields, `self.x = ...`): `x.untyped_storage()`, `x.apply_(f)`,
+    `kernel.fn` are refused;
   - assigning to (or deleting) an attribute of an imported module (`torch.empty = ...`).
-  What a static check cannot see (a module passed around as a value, then used through a parameter, and the
-  attributes of tensors and other objects, which have no module to check) is left to the sandbox and the
-  runtime op audit.
+  What a static check cannot see (a module passed around as a value, then used through a parameter) is left to
+  the sandbox, the runtime op audit and the write check.
 * signatures: the required functions and kernels are defined at the top level with the skeleton's parameters.
 * autotune decorators: where each kernel's `@triton.autotune` sits (its config count is read in the worker).
 """
@@ -30,6 +33,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib
 import inspect
 from collections.abc import Callable, Iterator
@@ -74,6 +78,8 @@ as a function, method or property (`__torch_function__`, `__torch_dispatch__`, `
 `__array__`, a module-level `__getattr__`) is a hook that torch, numpy or Python calls behind the submission's
 back: around the op audit, or handing a tensor's memory to code that never dispatches a torch operation."""
 DUNDER_DEF_WHY = "a special method that torch, numpy or Python calls on their own: a hook around the op audit"
+
+_BUILTINS = frozenset(dir(builtins))
 
 PRIVATE_EXEMPT = ("self", "cls")
 """Private attributes (`x._y`) are refused except on these names, which a method's own state goes through."""
@@ -171,6 +177,67 @@ modules, every public attribute that is not a module is allowed (a function, a c
 what REFUSED_PREFIXES names; a name under a refused prefix passes only when ALLOWED_INTERNALS lists it whole.
 Which link is a module is read from the modules themselves, in the trusted process that checks."""
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+ALLOWED_ATTRS: dict[str, frozenset[str]] = {
+    "a tensor's shape, layout and place": _words("""
+        shape stride size numel dim ndim ndimension nelement element_size itemsize nbytes dtype device layout
+        is_cuda is_cpu is_contiguous is_floating_point is_complex is_signed storage_offset data_ptr requires_grad
+        is_leaf grad data names"""),
+    "new shapes, casts and copies of a tensor": _words("""
+        contiguous view view_as reshape reshape_as flatten unflatten squeeze squeeze_ unsqueeze unsqueeze_ expand
+        expand_as broadcast_to t t_ T mT H transpose transpose_ permute movedim moveaxis swapaxes narrow select
+        split chunk unbind unfold as_strided to type type_as float half bfloat16 double int long short char byte
+        bool cpu cuda clone copy_ detach detach_ requires_grad_ fill_ zero_ new_empty new_zeros new_ones new_full
+        new_tensor resize_ index_select gather scatter scatter_ masked_fill masked_fill_ masked_select where
+        flip roll repeat repeat_interleave tile tril triu diagonal numpy tolist item"""),
+    "torch's computations on a tensor (the op audit judges what they touch)": _words("""
+        abs abs_ neg neg_ sign sgn max min amax amin aminmax argmax argmin sum mean prod std var norm cumsum
+        cumprod all any isnan isinf isfinite isclose allclose equal eq ne lt le gt ge add add_ sub sub_ mul mul_
+        div div_ true_divide floor_divide remainder fmod pow pow_ square sqrt rsqrt reciprocal exp exp2 expm1 log
+        log2 log1p sin cos tanh sigmoid relu clamp clamp_ clip clip_ round round_ floor ceil trunc frac
+        nan_to_num matmul mm bmm addmm dot outer softmax log_softmax topk sort argsort unique count_nonzero
+        nonzero bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift
+        logical_and logical_or logical_not lerp maximum minimum backward"""),
+    "Triton values inside a kernel": _words("""
+        value to dtype shape T trans reshape permute broadcast_to expand_dims split join view cast element_ty
+        primitive_bitwidth scalar is_floating is_int is_int_signed is_int_unsigned is_fp8 is_fp16 is_bf16
+        is_fp32 is_fp64 is_ptr is_block is_bool fp_mantissa_width numel store load advance"""),
+    "autotuning, launches and the device": _words("""
+        kwargs all_kwargs num_warps num_stages num_ctas maxnreg pre_hook configs best_config nargs
+        multi_processor_count max_shared_mem total_memory major minor name warp_size regs max_num_regs
+        L2_cache_size get_device_properties utils driver active get_current_device get_current_target
+        cuda_stream backend arch"""),
+    "finfo, iinfo and dtypes": _words("bits eps max min tiny smallest_normal resolution is_signed"),
+    "autograd functions": _words("apply save_for_backward saved_tensors needs_input_grad mark_dirty"),
+    "Python's own types": _words("""
+        append extend insert pop remove index count sort reverse copy clear items keys values get setdefault
+        update add discard union intersection difference format join split rsplit strip lstrip rstrip
+        startswith endswith replace lower upper zfill splitlines encode bit_length is_integer real imag
+        conjugate denominator numerator"""),
+}
+"""The attributes a submission may read on objects that are not modules (tensors, Triton values, configs, device
+properties, Python's own types), by name and why: an allowlist, as ALLOWED_MODULES is for modules. Besides these,
+a file may use the attributes it defines itself (a class's methods and fields, `self.x = ...`). Everything else is
+refused (`x.untyped_storage()`, `x.apply_(f)`, which runs Python on every element, `kernel.fn`, `t.grad_fn`):
+each is a way around the op audit or into the grader's objects that no homework needs. Which methods compute on
+data is the op audit's to judge; this list says what may be named."""
+ALLOWED_ATTR_NAMES: frozenset[str] = frozenset().union(*ALLOWED_ATTRS.values())
+
+ALLOWED_BUILTINS: frozenset[str] = _words("""
+    len range enumerate zip reversed sorted min max abs sum any all round divmod pow int float bool str bytes tuple
+    list dict set frozenset complex slice iter next map filter isinstance issubclass callable hash repr format ord
+    chr hex bin oct id type object super property staticmethod classmethod print NotImplemented Ellipsis
+    Exception ValueError TypeError RuntimeError AssertionError NotImplementedError KeyError IndexError
+    ZeroDivisionError ArithmeticError OverflowError AttributeError LookupError StopIteration
+    __name__ __doc__""")
+"""The builtins a submission may name (unless it binds the name itself): an allowlist, as for modules and
+attributes. Left out besides REFUSED_NAMES: what reads attributes or namespaces by a computed name (`hasattr`,
+`dir`), what reads or writes raw memory (`memoryview`, `bytearray`), input and help, and anything a later Python
+adds."""
+
 STAR_IMPORT_REFUSED = ("torch", "triton")
 """`from M import *` is refused for these packages and their modules: the names it binds (torch.load, ...) could
 not be resolved to their full dotted names."""
@@ -246,6 +313,8 @@ def _policy_problems(tree: ast.Module, allowed: set[str]) -> list[tuple[int, str
     imported = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
                 if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
     aliases = _aliases(tree)
+    defined = _defined_attrs(tree)
+    bound = {name for n in ast.walk(tree) for name in _bound_names(n)}
     # An attribute chain (`torch._C._foo`) is checked once, from its outermost node: its inner links are skipped.
     inner = {id(n.value) for n in ast.walk(tree)
              if isinstance(n, ast.Attribute) and isinstance(n.value, (ast.Attribute, ast.Name))}
@@ -270,11 +339,14 @@ def _policy_problems(tree: ast.Module, allowed: set[str]) -> list[tuple[int, str
         elif isinstance(node, ast.Name):
             if node.id in REFUSED_NAMES:
                 add(node, f"use of {node.id} is not allowed ({REFUSED_NAMES[node.id]})")
+            elif node.id in _BUILTINS and node.id not in ALLOWED_BUILTINS and node.id not in bound:
+                add(node, f"use of {node.id} is not allowed (a builtin outside those a homework file needs: "
+                          "grader/static.py ALLOWED_BUILTINS lists them)")
             elif id(node) not in inner and isinstance(node.ctx, ast.Load):  # a binding is no use: its value is checked
-                _report_chain(node, aliases, add)
+                _report_chain(node, aliases, add, defined)
         elif isinstance(node, ast.Attribute):
             if id(node) not in inner:
-                _report_chain(node, aliases, add)
+                _report_chain(node, aliases, add, defined)
         elif isinstance(node, ast.MatchClass):
             for attr in node.kwd_attrs:  # `case C(attr=...)` reads the subject's attribute
                 refused = _attr_why(attr, False, "private attribute: the object's internals")
@@ -310,9 +382,56 @@ def _attr_why(attr: str, private_ok: bool, private_why: str) -> tuple[str, bool]
     return None
 
 
+ATTR_WHY = ("an attribute outside what a homework's wrapper and kernels need: grader/static.py ALLOWED_ATTRS lists "
+            "them, and a file may use the attributes it defines")
+
+
+def _defined_attrs(tree: ast.Module) -> frozenset[str]:
+    """The attribute names a file defines itself: its functions, classes and methods, the names bound in a class
+    body (fields), and every attribute it assigns (`self.x = ...`)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                names.update(_bound_names(item))
+                targets = item.targets if isinstance(item, ast.Assign) else \
+                    [item.target] if isinstance(item, ast.AnnAssign) else []
+                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+    return frozenset(names)
+
+
+def _object_attrs_from(names: list[str]) -> int | None:
+    """For a chain rooted at an imported module, the index of its first link that is an attribute of an object
+    rather than a member of a module (`torch.cuda.get_device_properties(0)` has none; `torch.float16.itemsize`:
+    2); None when the root cannot be read here."""
+    module = _import_root(names[0])
+    if module is None:
+        return None
+    for k in range(1, len(names)):
+        member = getattr(module, names[k], None)
+        dotted = ".".join(names[: k + 1])
+        if member is None and dotted in ALLOWED_MODULES:
+            member = _import_root(dotted)  # a submodule not imported yet (triton.language.extra.libdevice)
+        if member is None:
+            return None  # not in this toolchain: nothing to tell objects from modules by
+        if not inspect.ismodule(member):
+            return k + 1
+        module = member
+    return len(names)
+
+
 def _report_chain(top: ast.Attribute | ast.Name, aliases: dict[str, str],
-                  add: Callable[[ast.AST, str], None]) -> None:
-    """Check a name or attribute chain (`tl.foo.bar`) link by link from its root; report its first refused link."""
+                  add: Callable[[ast.AST, str], None], defined: frozenset[str] = frozenset()) -> None:
+    """Check a name or attribute chain (`tl.foo.bar`) link by link from its root; report its first refused link.
+    Links that are attributes of objects (not members of modules) must be in ALLOWED_ATTRS or `defined`."""
+
+    def unlisted(attr: str) -> bool:
+        return not attr.startswith("_") and attr not in ALLOWED_ATTR_NAMES and attr not in defined
+
     links: list[ast.Attribute] = []
     node: ast.expr = top
     while isinstance(node, ast.Attribute):
@@ -329,6 +448,9 @@ def _report_chain(top: ast.Attribute | ast.Name, aliases: dict[str, str],
                 why, whole = refused
                 add(link, f"use of {head if whole else '.' + link.attr} is not allowed ({why})")
                 return
+            if unlisted(link.attr):
+                add(link, f"use of .{link.attr} is not allowed ({ATTR_WHY})")
+                return
         return
     resolved = aliases.get(node.id)
     parts = (resolved or node.id).split(".")
@@ -337,6 +459,7 @@ def _report_chain(top: ast.Attribute | ast.Name, aliases: dict[str, str],
     private_why = f"private part of {names[0]}" if resolved else "private attribute: the object's internals"
     exempt = resolved is None and node.id in PRIVATE_EXEMPT  # self._x, cls._x
     leaves = _module_exit(names) if resolved else None  # the allowlist: where the chain leaves ALLOWED_MODULES
+    objects = _object_attrs_from(names) if resolved else 1  # where the links become attributes of objects
     for k in range(1, len(segments)):
         attr, where = segments[k]
         dotted = ".".join(names[: k + 1])
@@ -356,6 +479,9 @@ def _report_chain(top: ast.Attribute | ast.Name, aliases: dict[str, str],
             else:
                 add(where, f"use of {dotted} is not allowed (the module {leaves[1]} is not one a submission may "
                            "reach: grader/static.py ALLOWED_MODULES lists them)")
+            return
+        if objects is not None and k >= objects and unlisted(attr) and not _refused_prefix(".".join(names)):
+            add(where, f"use of .{attr} is not allowed ({ATTR_WHY})")
             return
     dotted = ".".join(names)
     prefix = _refused_prefix(dotted)

@@ -50,16 +50,17 @@ def expand(allow: list[str] | tuple[str, ...]) -> tuple[frozenset[str], bool]:
 
 TO_PYTHON = ("tolist", "numpy", "iter")
 READS = ("item", *TO_PYTHON)
-"""Operations that hand tensor data to Python. Read from input data (not "scalar" work), they count against the
-task's `python_reads` budget as well as the size threshold: Python can compute with what it reads and place the
-results where a kernel then "computes" them, a value at a time (tasks/10_quantize_global_int8/wrong/
-fill_item_launder.py), below any threshold of whole outputs."""
+"""Operations that hand tensor data to Python. Of input data or of values computed from it (the record's
+`reads_input`, grader/audit.py), they count against the task's `python_reads` budget, allowed op or not: Python
+can compute with what it reads and hand the results to a kernel that only stores them, a value at a time, below
+any threshold of whole outputs (tasks/10_quantize_global_int8/wrong/slice_max_launder.py)."""
 
 
 def describe(rec: dict) -> str:
     """One record as students read it: `torch.round on 4194304 element(s) at line 23`."""
     op = rec["op"]
-    what = f"data handed to Python with .{op}()" if op in TO_PYTHON else f"torch.{op}"
+    what = f"data handed to Python with .{op}()" if op in TO_PYTHON else \
+        "a tensor's value read into Python (.item(), float(t), int(t), bool(t))" if op == "item" else f"torch.{op}"
     when = ", while the file was imported" if rec.get("phase") == "import" else ""
     return f"{what} on {rec['elements']} element(s) at line {rec.get('line')}{when}"
 
@@ -82,13 +83,13 @@ def check(records: list, allow: list[str] | tuple[str, ...], threshold: int, out
             continue
         counted.append(rec)
         total += rec["elements"]
-    reads = [r for r in counted if r["op"] in READS]
+    reads = [r for r in records if r["op"] in READS and r.get("reads_input") is True]
     read = sum(r["elements"] for r in reads)
-    if read > python_reads and read < max(1, threshold):  # at the threshold, the message below says more
+    if (not counted or total < max(1, threshold)) and read > python_reads:
         worst = max(reads, key=lambda r: r["elements"])
-        return (f"{describe(worst)}: {read} element(s) of input data handed to Python in this call, where this task "
-                f"allows {python_reads}: {output} must come from your kernel, and what Python reads of the inputs "
-                "does not reach it through the kernel's arguments either")
+        return (f"{describe(worst)}: {read} element(s) of input data, or of values computed from it, handed to "
+                f"Python in this call, where this task allows {python_reads}: {output} must come from your kernel, "
+                "and what Python reads of the inputs does not reach it through the kernel's arguments either")
     if not counted or total < max(1, threshold):
         return None
     worst = max(counted, key=lambda r: r["elements"])

@@ -158,12 +158,15 @@ def test_the_op_audit_counts_only_what_the_task_does_not_allow():
     assert torch_ops.check([rec("div", 1, True)], ("alloc",), 1, "q").startswith("torch.div on 1 element")
     # data handed to Python, and import-time work, say so
     assert "with .tolist()" in torch_ops.check([rec("tolist", 1000)], allow, 1000, "q")
-    # input data handed to Python counts against the task's budget, however small beside the output
-    msg = torch_ops.check([rec("item", 3, line=12)], allow, 1000, "q")
-    assert msg.startswith("torch.item on 3 element(s) at line 12: 3 element(s) of input data handed to Python"), msg
+    # input data handed to Python counts against the task's budget, however small beside the output, and even as
+    # "scalar" work (one element of a value computed from an input: `x[i:i+1].max().item()`)
+    read = {**rec("item", 3, True, line=12), "reads_input": True}
+    msg = torch_ops.check([read], allow, 1000, "q")
+    assert msg.startswith("a tensor's value read into Python (.item(), float(t), int(t), bool(t)) on 3 element(s) "
+                          "at line 12: 3 element(s) of input data"), msg
     assert "where this task allows 0" in msg
-    assert torch_ops.check([rec("item", 3)], allow, 1000, "q", python_reads=3) is None
-    assert torch_ops.check([rec("item", 1, True)], allow, 1000, "q") is None  # scalar work is not input data
+    assert torch_ops.check([read], allow, 1000, "q", python_reads=3) is None
+    assert torch_ops.check([rec("item", 1, True)], allow, 1000, "q") is None  # scalar work on no input data
     assert "while the file was imported" in torch_ops.check([{**rec("round", 1000), "phase": "import"}], allow,
                                                             1000, "q")
     # a garbled record fails closed
@@ -326,5 +329,19 @@ def test_scalar_laundering_is_stopped_by_the_op_audit_and_by_the_write_check(sma
     assert all(t.outcome == "passed" for t in neither.tests if t.name in cases), _messages(neither)
     assert audit_alone.score == 0 and write_alone.score == 0
     for name in cases:
-        assert "torch.item on" in _messages(audit_alone)[name], _messages(audit_alone)[name]
+        assert "read into Python (.item()" in _messages(audit_alone)[name], _messages(audit_alone)[name]
         assert WRITTEN_OUTSIDE in _messages(write_alone)[name], _messages(write_alone)[name]
+
+
+def test_values_read_into_python_and_stored_by_a_kernel_count_against_the_tasks_budget(small10, cfg):
+    """slice_max_launder.py reads each input value as a one-element reduction the task allows, rounds in Python
+    and launches the kernel once per element to store the code: every value of q comes from a launch (the write
+    check passes it) and no torch work reaches the output's size. With the task's python_reads lifted, every case
+    passes; with it (1: the absmax), none."""
+    cheat, cases = WRONG / "slice_max_launder.py", {c.id for c in small10.cases}
+    lax = dataclasses.replace(small10, python_reads=1 << 30)
+    lifted, held = _grade([Job(lax, cheat, "l")], cfg, "cpu") + _grade([Job(small10, cheat, "h")], cfg, "cpu")
+    assert all(t.outcome == "passed" for t in lifted.tests if t.name in cases), _messages(lifted)
+    assert held.score == 0
+    for name in cases:
+        assert "where this task allows 1" in _messages(held)[name], _messages(held)[name]

@@ -245,3 +245,29 @@ def test_hooks_that_torch_or_numpy_call_on_their_own_cannot_be_defined(task10):
                        "        return 'ok'", "def __getattr__(name):", "    return name")
     refused = [p.split("defining ", 1)[1].split(" ", 1)[0] for p in problems]
     assert refused == ["__array_interface__", "__torch_function__", "__getattr__"], problems
+
+
+def test_attributes_of_objects_pass_only_from_the_allowlist_or_the_file(task10):
+    """The allowlist of attributes (ALLOWED_ATTRS): on tensors, Triton values, configs and device properties,
+    only what a wrapper or a kernel needs; a file's own classes and fields pass too."""
+    problems = _policy(task10, "s = x.untyped_storage()", "y = x.apply_(round)", "f = _quantize_global.fn",
+                       "g = y.grad_fn", "w = torch.empty(3).storage().data_ptr()",
+                       "class Layout:", "    rows = 0", "    def __init__(self, x):", "        self.cols = x.shape[1]",
+                       "    def grid(self):", "        return (self.rows,)",
+                       "ok = (x.shape, x.stride(0), x.contiguous().view(-1), Layout(x).grid(), Layout(x).cols,",
+                       "      triton.Config({}).kwargs, torch.cuda.get_device_properties(0).multi_processor_count,",
+                       "      torch.float16.itemsize, torch.finfo(torch.float16).max, [1].append, x.abs().max())")
+    refused = [p.split(": use of .", 1)[1].split(" is not allowed")[0] for p in problems if ": use of ." in p]
+    assert refused == ["untyped_storage", "apply_", "fn", "grad_fn", "storage"], problems
+    assert all("ALLOWED_ATTRS" in p for p in problems), problems
+
+
+def test_builtins_pass_only_from_the_allowlist_unless_the_file_binds_the_name(task10):
+    """ALLOWED_BUILTINS: what a wrapper uses (len, range, min, isinstance, ValueError...) passes; hasattr (an
+    attribute by a computed name), memoryview (raw memory) and dir do not, unless the file binds the name."""
+    problems = _policy(task10, "a = hasattr(x, 'shape')", "b = memoryview(b'')", "c = dir()",
+                       "ok = (len(x), range(3), min(1, 2), isinstance(x, int), ValueError, sorted([2, 1]))",
+                       "def help(n):", "    return n", "h = help(1)")
+    refused = [p.split(": use of ", 1)[1].split(" is not allowed")[0] for p in problems]
+    assert refused == ["hasattr", "memoryview", "dir"], problems
+    assert all("ALLOWED_BUILTINS" in p for p in problems), problems
