@@ -262,26 +262,28 @@ def test_the_cheats_that_the_static_policy_refuses_are_stopped_behind_it(small10
 WRITTEN_OUTSIDE = "held values before the first kernel launch that received it"
 
 
-def _stopped_by_static_policy_and_write_check(cheat: Path, task, cfg) -> str:
+def _stopped_by_static_policy_and_write_check(cheat: Path, task, cfg, device: str = "cpu") -> str:
     """Grade `cheat` on the CPU with the static policy and the write check off (every case must pass: nothing else
     stops it), with the write check alone (every case fails: values placed before the launch), and with the
     static policy alone (it earns nothing); returns the imports test's message."""
     cases = {c.id for c in task.cases}
-    behind, alone = _grade([Job(task, cheat, "c")], cfg, "cpu", static_checks=False, writes=False) + \
-        _grade([Job(task, cheat, "c")], cfg, "cpu", static_checks=False)
+    behind, alone = _grade([Job(task, cheat, "c")], cfg, device, static_checks=False, writes=False) + \
+        _grade([Job(task, cheat, "c")], cfg, device, static_checks=False)
     assert all(t.outcome == "passed" for t in behind.tests if t.name in cases), _messages(behind)
     assert all(WRITTEN_OUTSIDE in m for n, m in _messages(alone).items() if n in cases), _messages(alone)
-    (checked,) = _grade([Job(task, cheat, "c")], cfg, "cpu", writes=False)
+    (checked,) = _grade([Job(task, cheat, "c")], cfg, device, writes=False)
     assert checked.score == 0
     return _messages(checked)["imports"]
 
 
-def test_a_reach_through_a_re_exported_module_is_stopped_by_the_allowlist_and_by_the_write_check(small10, cfg):
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_reach_through_a_re_exported_module_is_stopped_by_the_allowlist_and_by_the_write_check(small10, cfg,
+                                                                                               device):
     """operator_reach.py reaches torch's internals by a string through torch.functional.operator and switches the
     op audit off: with the static policy and the write check off, every case passes (on the CPU, where a Gradescope
     autograder grades too). The allowlist of modules refuses torch.functional; the write check sees q hold the
     codes before the kernel that does nothing is launched."""
-    imports = _stopped_by_static_policy_and_write_check(WRONG / "operator_reach.py", small10, cfg)
+    imports = _stopped_by_static_policy_and_write_check(WRONG / "operator_reach.py", small10, cfg, device)
     assert "use of torch.functional is not allowed" in imports
 
 
@@ -307,25 +309,28 @@ def test_a_buffer_filled_from_input_data_holds_input_data(monkeypatch):
     assert "item" not in reads(audit_module.OpAudit(here))
 
 
-def test_numpy_writing_through_a_tensors_memory_is_stopped_by_the_static_policy_and_by_the_write_check(small10, cfg):
+@pytest.mark.parametrize("device", ["cpu"])  # on CUDA, numpy cannot read device memory: the cheat only crashes
+def test_numpy_writing_through_a_tensors_memory_is_stopped_by_the_static_policy_and_by_the_write_check(small10, cfg,
+                                                                                                      device):
     """numpy_view.py: numpy (torch.storage.np) reads x and writes q through `__array_interface__`, with no torch
     operation dispatched, so the op audit sees nothing: every case passes on the CPU with the static policy and the
     write check off. The static policy refuses the module and the special method; the write check sees q written
     before the launch."""
-    imports = _stopped_by_static_policy_and_write_check(WRONG / "numpy_view.py", small10, cfg)
+    imports = _stopped_by_static_policy_and_write_check(WRONG / "numpy_view.py", small10, cfg, device)
     assert "use of torch.storage is not allowed" in imports
     assert "defining __array_interface__ is not allowed" in imports
 
 
-def test_scalar_laundering_is_stopped_by_the_op_audit_and_by_the_write_check(small10, cfg):
+@pytest.mark.parametrize("device", DEVICES)
+def test_scalar_laundering_is_stopped_by_the_op_audit_and_by_the_write_check(small10, cfg, device):
     """fill_item_launder.py reads each input value with `.item()` and writes each code with `fill_` before a
     kernel that does nothing. The op audit alone (write check off) counts the reads of input data; the write check
     alone (a task copy whose policy allows every op it runs and any number of reads) sees q written before the
     launch; with both off, every case passes."""
     cheat, cases = WRONG / "fill_item_launder.py", {c.id for c in small10.cases}
     lax = dataclasses.replace(small10, torch_ops=(*small10.torch_ops, "item"), python_reads=1 << 30)
-    audit_alone, write_alone, neither = _grade([Job(small10, cheat, "a")], cfg, "cpu", writes=False) + \
-        _grade([Job(lax, cheat, "w")], cfg, "cpu") + _grade([Job(lax, cheat, "n")], cfg, "cpu", writes=False)
+    audit_alone, write_alone, neither = _grade([Job(small10, cheat, "a")], cfg, device, writes=False) + \
+        _grade([Job(lax, cheat, "w")], cfg, device) + _grade([Job(lax, cheat, "n")], cfg, device, writes=False)
     assert all(t.outcome == "passed" for t in neither.tests if t.name in cases), _messages(neither)
     assert audit_alone.score == 0 and write_alone.score == 0
     for name in cases:
@@ -333,14 +338,15 @@ def test_scalar_laundering_is_stopped_by_the_op_audit_and_by_the_write_check(sma
         assert WRITTEN_OUTSIDE in _messages(write_alone)[name], _messages(write_alone)[name]
 
 
-def test_values_read_into_python_and_stored_by_a_kernel_count_against_the_tasks_budget(small10, cfg):
+@pytest.mark.parametrize("device", DEVICES)
+def test_values_read_into_python_and_stored_by_a_kernel_count_against_the_tasks_budget(small10, cfg, device):
     """slice_max_launder.py reads each input value as a one-element reduction the task allows, rounds in Python
     and launches the kernel once per element to store the code: every value of q comes from a launch (the write
     check passes it) and no torch work reaches the output's size. With the task's python_reads lifted, every case
     passes; with it (1: the absmax), none."""
     cheat, cases = WRONG / "slice_max_launder.py", {c.id for c in small10.cases}
     lax = dataclasses.replace(small10, python_reads=1 << 30)
-    lifted, held = _grade([Job(lax, cheat, "l")], cfg, "cpu") + _grade([Job(small10, cheat, "h")], cfg, "cpu")
+    lifted, held = _grade([Job(lax, cheat, "l")], cfg, device) + _grade([Job(small10, cheat, "h")], cfg, device)
     assert all(t.outcome == "passed" for t in lifted.tests if t.name in cases), _messages(lifted)
     assert held.score == 0
     for name in cases:
