@@ -23,10 +23,32 @@ def patch_interpreter() -> dict:
     functions, scalars as indices, the language patched once per launch, Python's min/max as the compiler reads
     them. Returns the libdevice originals (`patch_interpreter_libdevice`)."""
     originals = patch_interpreter_libdevice()
+    patch_interpreter_overflow_checks()
     patch_interpreter_scalars()
     patch_interpreter_nested_calls()
     patch_interpreter_minmax()
     return originals
+
+
+def patch_interpreter_overflow_checks() -> bool:
+    """Leave out the interpreter's dead overflow checks. With the builder's options at their defaults
+    (`sanitize_overflow` on, `debug` off), triton.language checks every integer add, sub and mul of 32 bits or
+    fewer (every offset computation) by doing it again in int64 and comparing with the type's range, and then hands
+    the result to `device_assert`, which does nothing unless `debug` is on. Compiled, that code is dead and
+    removed; interpreted, numpy runs it on every lane. It was about a third of the address check's interpreted
+    re-run of tasks 10-14 on the H100 (scripts/profile_address_check.py: `binary_op_sanitize_overflow_impl`, 30 of
+    85 s). Off only while debug is off, so no value a kernel computes, and no assertion, changes. Returns whether
+    it changed the options (once per process: Triton 3.6 and 3.9 keep them on one module-level builder)."""
+    import dataclasses
+
+    from triton.runtime import interpreter
+
+    builder = getattr(interpreter, "interpreter_builder", None)
+    options = getattr(builder, "options", None)
+    if options is None or getattr(options, "debug", True) or not getattr(options, "sanitize_overflow", False):
+        return False
+    builder.options = dataclasses.replace(options, sanitize_overflow=False)
+    return True
 
 
 def patch_interpreter_libdevice() -> dict:
