@@ -38,7 +38,7 @@ from grader.audit import OpAudit, watch_threads
 from grader.bounds import BoundsAudit
 from grader.bounds import intact as bounds_intact
 from grader.gpu_compile import CompileCheck
-from grader.interpreter import interpreted, patch_interpreter, patch_interpreter_overflow_checks
+from grader.interpreter import interpreted, patch_interpreter
 from grader.interpreter import kernel_chain as _kernel_chain
 from grader.protocol import GpuGate, Kind, RecordWriter, WorkerJob
 from grader.timing import compile_here, load_baseline, time_calls
@@ -583,8 +583,6 @@ def main(job_file: Path, records_fd: int) -> int:
         if job.bounds and not job.warm:
             bounds = BoundsAudit(path)
             bounds.install()
-            if device == "cuda":
-                patch_interpreter_overflow_checks()  # the re-run's interpreter, once per worker
         if job.writes and not job.warm:
             inst.writes = WriteWatch(path)
         os.environ.update((job.launch or {}).get("env") or {})

@@ -106,9 +106,23 @@ def main() -> int:
             out[task_id] = (time.perf_counter() - start, seen)
         return out
 
+    import dataclasses
+
+    from triton.runtime import interpreter as ti
+
+    import grader.interpreter as gi
+
+    def overflow_checks(on: bool) -> None:
+        """On: the options as Triton has them, and patch_interpreter (which interpreted() applies on every call)
+        leaves them so; off: the grader's patch."""
+        gi.patch_interpreter_overflow_checks = (lambda: False) if on else patch_interpreter_overflow_checks
+        ti.interpreter_builder.options = dataclasses.replace(ti.interpreter_builder.options, sanitize_overflow=on)
+
     one_pass()  # warm-up
+    overflow_checks(True)
     before = one_pass()
-    changed = patch_interpreter_overflow_checks()
+    overflow_checks(False)
+    changed = patch_interpreter_overflow_checks() or not ti.interpreter_builder.options.sanitize_overflow
     after = one_pass()
     profile = cProfile.Profile()
     one_pass(profile)
