@@ -234,25 +234,3 @@ def intact(audit: BoundsAudit) -> bool:
     interpreter's own methods back (the static policy refuses `triton.runtime`; this is the next layer)."""
     return all(getattr(owner, name, None) is fn for owner, name, fn in audit._patched)
 
-
-def describe(finding: dict) -> str:
-    """A finding as the student reads it."""
-    where = f"{finding.get('kernel', 'kernel')}" + (f" (line {finding['line']})" if finding.get("line") else "")
-    op, count = finding.get("op", "an access"), int(finding.get("count", 0))
-    verb = {"tl.load": "read", "tl.store": "wrote", "atomic": "updated", "atomic_cas": "updated"}.get(op, "touched")
-    if finding.get("buffer") is None:
-        text = f"{where}: {op} {verb} {count} address(es) outside every tensor the kernel was given"
-    else:
-        offsets = sorted(int(o) for o in finding.get("offsets") or [])
-        if offsets and count == offsets[-1] - offsets[0] + 1:
-            shown = f"{offsets[0]}..{offsets[-1]}"  # every offset between the lowest and the highest
-        else:
-            shown = ", ".join(str(o) for o in offsets[:-1]) + (", ..., " if count > len(offsets) else ", ") \
-                + str(offsets[-1]) if len(offsets) > 1 else "".join(str(o) for o in offsets)
-        side = "before the first element of" if finding.get("side") == "before" else "past the end of"
-        size = int(finding.get("numel", 0))
-        text = (f"{where}: {op} {verb} {count} element(s) {side} {finding['buffer']} "
-                f"({size} {finding.get('dtype')} elements, offsets 0..{size - 1}): offsets {shown}")
-    more = int(finding.get("more", 0))
-    return text + (f" (and {more} more out-of-bounds access(es))" if more else "") + \
-        " (a missing or wrong mask? masked-off lanes are not accesses)"

@@ -7,12 +7,13 @@ late or garbled fails that test with a message (fail closed). No text of a worke
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from grader import bounds, guards, torch_ops
+from grader import guards, torch_ops
 from grader.config import OutputSpec, TaskSpec
 from grader.protocol import Kind, RecordStream, WorkerRun
 
@@ -299,7 +300,7 @@ def check_guards(rec: dict, name: str, input: bool = False) -> str | None:
             f"({rec['dtype']}, shape {list(rec['size'])}) were overwritten: {where}")
 
 
-def _resolve_dtype(out: OutputSpec, args: list) -> torch.dtype:
+def resolve_dtype(out: OutputSpec, args: list) -> torch.dtype:
     if out.dtype.startswith("like:"):
         return args[int(out.dtype.split(":", 1)[1])].dtype
     return DTYPES[out.dtype]
@@ -460,6 +461,53 @@ def value_problem(spec: OutputSpec, t: torch.Tensor, ref: torch.Tensor) -> str |
     return compare_values(spec, t, ref)
 
 
+_ACCESS_VERBS = {"tl.load": "read", "tl.store": "wrote", "atomic": "updated", "atomic_cas": "updated"}
+
+
+_NAME = re.compile(r"(?:[A-Za-z_]\w{0,79}|argument \d{1,3})(?:\[\d{1,3}\])*")
+"""What a worker may name: a kernel or a parameter (an identifier), an unnamed argument (`argument 3`), an item of a
+tuple argument (`ptrs[1]`)."""
+
+
+def _worker_name(value, fallback: str) -> str:
+    """A name from a worker record (a kernel's, a parameter's) as students read it, if it has the form of one (at
+    most 80 characters), else `fallback`: no other worker text reaches a result."""
+    return value if isinstance(value, str) and _NAME.fullmatch(value) else fallback
+
+
+def describe_bounds(finding: dict) -> str:
+    """An address-check finding (grader/bounds.py, worker side) as the student reads it."""
+    kernel = _worker_name(finding.get("kernel"), "a kernel")
+    line = finding.get("line")
+    where = kernel + (f" (line {line})" if type(line) is int and line > 0 else "")
+    op = finding.get("op") if finding.get("op") in _ACCESS_VERBS else "an access"
+    verb = _ACCESS_VERBS.get(op, "touched")
+    count = int(finding.get("count", 0))
+    if finding.get("buffer") is None:
+        text = f"{where}: {op} {verb} {count} address(es) outside every tensor the kernel was given"
+    else:
+        offsets = sorted(int(o) for o in finding.get("offsets") or [])
+        if offsets and count == offsets[-1] - offsets[0] + 1:
+            shown = f"{offsets[0]}..{offsets[-1]}"  # every offset between the lowest and the highest
+        else:
+            shown = ", ".join(str(o) for o in offsets[:-1]) + (", ..., " if count > len(offsets) else ", ") \
+                + str(offsets[-1]) if len(offsets) > 1 else "".join(str(o) for o in offsets)
+        side = "before the first element of" if finding.get("side") == "before" else "past the end of"
+        size = int(finding.get("numel", 0))
+        buffer = _worker_name(finding.get("buffer"), "a tensor")
+        dtype = finding.get("dtype") if finding.get("dtype") in _DTYPE_NAMES else "?"
+        text = (f"{where}: {op} {verb} {count} element(s) {side} {buffer} "
+                f"({size} {dtype} elements, offsets 0..{size - 1}): offsets {shown}")
+    more = int(finding.get("more", 0))
+    return text + (f" (and {more} more out-of-bounds access(es))" if more else "") + \
+        " (a missing or wrong mask? masked-off lanes are not accesses)"
+
+
+_DTYPE_NAMES = frozenset(guards.dtype_name(getattr(torch, n)) for n in (
+    "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool")) | {
+    "fp16", "bf16", "fp32", "fp64", "i1", "i8", "u8", "i16", "i32", "i64", "int1"}
+
+
 def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: list[str],
               memo: dict | None = None, import_ops: list | None = None) -> list[str]:
     """Every problem of one call (one case under one config); empty when it is right. `memo` keeps the value
@@ -486,7 +534,7 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
     if not isinstance(found, list) or not all(isinstance(f, dict) for f in found):
         problems.append("the worker's record of out-of-bounds accesses is garbled")
     else:
-        problems.extend(f"out of bounds: {bounds.describe(f)}" for f in found)
+        problems.extend(f"out of bounds: {describe_bounds(f)}" for f in found)
     if len(outputs) != len(task.outputs):
         want = ", ".join(o.name for o in task.outputs)
         return [f"returned {len(outputs)} value(s) ({run.get('returned')}); expected {len(task.outputs)}: ({want})"]
@@ -530,7 +578,7 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
             problems.append(f"{spec.name}: expected a tensor, got {got.get('kind')} {got.get('repr', '')}")
             continue
         t = got["tensor"]
-        want_dtype = _resolve_dtype(spec, case.args)
+        want_dtype = resolve_dtype(spec, case.args)
         head = []
         if t.dtype != want_dtype:
             head.append(f"dtype {guards.dtype_name(t.dtype)}, expected {guards.dtype_name(want_dtype)}")
@@ -585,17 +633,12 @@ def write_problems(name: str, alloc: int, events) -> list[str]:
     for e in events:
         if e["alloc"] != alloc:
             continue  # a scratch buffer: the wrapper may prepare it with the torch work its task allows
-        kernel = _fmt_name(e["kernel"])
+        kernel = _worker_name(e["kernel"], "a kernel")
         where = f"{kernel}, line {e['line']}" if e["line"] is not None else kernel
         found.append(f"{name}: {e['elements']} element(s) {_WHEN[e['when']].format(where=where)}: the values of an "
                      "output must be computed by your kernel; values placed with torch, numpy or Python do not "
                      "count")
     return found[:1]
-
-
-def _fmt_name(text: str) -> str:
-    """A kernel's name from the worker, as students read it: an identifier, at most 80 characters."""
-    return text[:80] if text.isidentifier() else "a kernel"
 
 
 def n_buffers(task: TaskSpec) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from grader.config import TaskSpec
-from grader.judge import CaseData, Verdict, WorkerResults, _resolve_dtype, compare_values
+from grader.judge import CaseData, Verdict, WorkerResults, compare_values, resolve_dtype
 
 STAFF_SLACK = 1.5
 """How much longer the baseline may keep the GPU busy in the submission's timing run than in the staff's before the
@@ -57,7 +57,7 @@ def _outputs_checked(task: TaskSpec, case: CaseData, outputs: list) -> str | Non
     for spec, got, ref in zip(task.outputs, outputs, case.expected):
         t = got.get("tensor") if isinstance(got, dict) else None
         if not isinstance(t, torch.Tensor) or not spec.shape_ok(tuple(t.shape), tuple(ref.shape)) \
-                or t.dtype != _resolve_dtype(spec, case.args):
+                or t.dtype != resolve_dtype(spec, case.args):
             return f"the last timed call's {spec.name} is not a tensor of the checked dtype and shape"
         msg = compare_values(spec, t.reshape(ref.shape), ref)
         if msg:

@@ -119,7 +119,8 @@ def test_compiled_kernels_are_checked_through_the_interpreter_call_after_call():
     script = f"""
 import importlib.util, sys, torch
 sys.path.insert(0, {str(ROOT)!r})
-from grader.bounds import BoundsAudit, describe
+from grader.bounds import BoundsAudit
+from grader.judge import describe_bounds as describe
 from grader.interpreter import interpreted
 from triton.runtime.jit import JITFunction
 path = {str(ROOT / "tasks" / "puzzle08_long_softmax" / "wrong" / "unmasked_tail.py")!r}
@@ -191,7 +192,7 @@ def test_tensor_descriptor_loads_run_under_the_address_check(tmp_path):
     script = f"""
 import sys, torch, triton, triton.language as tl
 sys.path.insert(0, {str(ROOT)!r})
-from grader.bounds import BoundsAudit, describe
+from grader.bounds import BoundsAudit; from grader.judge import describe_bounds as describe
 audit = BoundsAudit(__file__); audit.install()
 
 @triton.jit

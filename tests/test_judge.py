@@ -237,3 +237,19 @@ def test_messages_give_the_relative_error_and_say_what_an_arange_error_means():
     error = "ValueError: arange's range must be a power of 2\n  File ..."
     assert "hint: tl.arange(start, end) needs end - start to be a power of 2" in judge._error_text(error)
     assert "hint:" not in judge._error_text("ValueError: something else")
+
+
+def test_an_address_finding_names_only_what_has_the_form_of_a_name():
+    """describe_bounds turns a worker's finding into the student's message; a kernel, a buffer, an op or a dtype
+    that is not of the form the worker makes is replaced, so no other worker text reaches a result."""
+    from grader.judge import describe_bounds
+
+    finding = {"kernel": "add_kernel", "line": 13, "op": "tl.load", "count": 11, "buffer": "x_ptr", "side": "after",
+               "numel": 5, "dtype": "float32", "offsets": list(range(5, 16))}
+    assert describe_bounds(finding).startswith("add_kernel (line 13): tl.load read 11 element(s) past the end of "
+                                               "x_ptr (5 float32 elements, offsets 0..4): offsets 5..15")
+    assert "ptrs[1] (" in describe_bounds({**finding, "buffer": "ptrs[1]"})
+    forged = describe_bounds({**finding, "kernel": "see /etc/passwd: root", "buffer": "answer is 42",
+                              "op": "x = 1", "dtype": "secret", "line": "7"})
+    assert forged.startswith("a kernel: an access touched 11 element(s) past the end of a tensor (5 ? elements"), \
+        forged

@@ -225,7 +225,7 @@ def test_printing_never_decides_a_verdict(cfg, small10, tmp_path, monkeypatch):
 
 def test_the_layer_contracts_hold_and_can_fail(tmp_path):
     """pyproject.toml's import-linter contracts (make test runs them): kept by the tree, broken by a copy of it
-    whose judge imports the runner."""
+    whose judge imports the runner (which starts workers) and the address check (worker side)."""
     import shutil
     import subprocess
     import sys
@@ -240,9 +240,11 @@ def test_the_layer_contracts_hold_and_can_fail(tmp_path):
     assert kept.returncode == 0, kept.stdout[-2000:]
     shutil.copytree(root / "grader", tmp_path / "grader", ignore=shutil.ignore_patterns("__pycache__"))
     judge = tmp_path / "grader" / "judge.py"
-    judge.write_text(judge.read_text() + "\nfrom grader.runner import run_shard  # noqa\n")
+    judge.write_text(judge.read_text() + "\nfrom grader.runner import run_shard  # noqa\n"
+                     "from grader import bounds  # noqa\n")
     broken = subprocess.run([str(lint), "--config", str(root / "pyproject.toml"), "--no-cache"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(tmp_path),
                                                                               "PATH": "/usr/bin:/bin"})
     assert broken.returncode != 0 and "grader.judge is not allowed to import grader.runner" in broken.stdout, \
         broken.stdout[-2000:] + broken.stderr[-2000:]
+    assert "grader.judge is not allowed to import grader.bounds" in broken.stdout, broken.stdout[-2000:]
