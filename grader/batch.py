@@ -97,6 +97,8 @@ class Planned:
     path: Path
     sha256: str
     submitted_at: dt.datetime
+    source: bytes = b""
+    """The bytes the sha256 is of: the ones graded (grading.Job.source)."""
 
 
 GradeFn = Callable[..., list[TaskResult]]
@@ -121,7 +123,8 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
             path = root / student / f"{task_id}.py"
             if task_id not in tasks or not path.is_file():
                 continue
-            sha = hashlib.sha256(path.read_bytes()).hexdigest()
+            source = path.read_bytes()
+            sha = hashlib.sha256(source).hexdigest()
             previous = ledger.attempts(hw.id, student, task_id)
             if not force and any(a.sha256 == sha and a.grader_version == version for a in previous):
                 continue  # resume: graded before, by this grader
@@ -133,7 +136,7 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
                 show(f"{student}/{task_id}: not graded: the limit of {hw.max_attempts} attempts is reached")
                 continue
             mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
-            planned.append(Planned(student, tasks[task_id], path, sha, times.get((student, task_id), mtime)))
+            planned.append(Planned(student, tasks[task_id], path, sha, times.get((student, task_id), mtime), source))
 
     warning = mtime_lateness_warning(planned, hw, bool(manifest))
     if warning:
@@ -166,7 +169,7 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
         else:
             show(report.one_line(r) + (f"\n{late}" if late else ""))
 
-    results = grade([Job(p.task, p.path, p.student) for p in planned], cfg, device, workers,
+    results = grade([Job(p.task, p.path, p.student, p.source) for p in planned], cfg, device, workers,
                     on_result=on_result) if planned else []
     for r in results:  # a grade function that did not call on_result for a job: recorded now
         record(r)

@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, err in broken.items():
             print(f"task {name} is broken and will not be graded: {err}", file=sys.stderr)
         cfg = load_config(getattr(args, "config", ROOT / "config.yaml"), tasks)
+        tasks = cfg.course_tasks(tasks)
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2

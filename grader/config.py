@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from grader.config_files import CourseFile, GradingFile, LatePolicyFile, SandboxLimitsFile, TaskFile, validate
 from grader.torch_ops import DEFAULT_ALLOW, GROUPS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -277,6 +278,7 @@ def load_task(folder: Path) -> TaskSpec:
     path = folder / "task.yaml"
     data = _load_yaml(path)
     where = str(path)
+    validate(TaskFile, data, where, ConfigError)  # every key declared, typed (grader/config_files.py)
     task_id = _need(data, "id", where, str)
     if task_id != folder.name:
         raise ConfigError(f"{where}: id '{task_id}' must equal the folder name '{folder.name}'")
@@ -506,6 +508,9 @@ class Homework:
     """Days after which late work earns nothing."""
     counts: str = "best"
     """Which graded attempt the gradebook counts: best | last."""
+    speed_points: dict[str, dict[str, float]] = field(default_factory=dict)
+    """task id -> {speed test id: points}: what the course gives the speed tests task.yaml leaves at 0
+    (CourseConfig.course_tasks applies it)."""
 
 
 @dataclass(frozen=True)
@@ -524,23 +529,11 @@ class SandboxConfig:
 SANDBOX_LIMITS = ("memory_mb", "processes", "open_files", "file_size_mb", "cpu_s")
 
 
-def _sandbox(value: Any, where: str) -> SandboxConfig:
+def _sandbox(value: bool | SandboxLimitsFile | None) -> SandboxConfig:
     if value is None or isinstance(value, bool):
         return SandboxConfig(enabled=value is not False)
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}: grading.sandbox must be true, false or a mapping, got {value!r}")
-    unknown = set(value) - {"enabled", *SANDBOX_LIMITS}
-    if unknown:
-        raise ConfigError(f"{where}: grading.sandbox: unknown key(s) {sorted(unknown)}; known: enabled, "
-                          f"{', '.join(SANDBOX_LIMITS)}")
-    limits = {}
-    for key in SANDBOX_LIMITS:
-        if key in value:
-            v = value[key]
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ConfigError(f"{where}: grading.sandbox.{key} must be a whole number >= 0, got {v!r}")
-            limits[key] = v
-    return SandboxConfig(enabled=bool(value.get("enabled", True)), limits=limits)
+    limits = {k: getattr(value, k) for k in SANDBOX_LIMITS if getattr(value, k) is not None}
+    return SandboxConfig(enabled=value.enabled, limits=limits)
 
 
 @dataclass(frozen=True)
@@ -590,6 +583,32 @@ class CourseConfig:
     def homework_of(self, task_id: str) -> Homework | None:
         return next((hw for hw in self.homeworks.values() if task_id in hw.tasks), None)
 
+    def course_tasks(self, tasks: dict[str, TaskSpec]) -> dict[str, TaskSpec]:
+        """The tasks as this course grades them, in a new dict (`tasks` is left as it is): the speed points a
+        homework gives its tasks' 0-point speed tests, and without `informational_speed` the 0-point speed tests
+        left out."""
+        out = dict(tasks)
+        for hw in self.homeworks.values():
+            for task_id, tests in hw.speed_points.items():
+                if task_id in out:
+                    out[task_id] = replace(out[task_id], perf=[replace(p, points=tests.get(p.id, p.points))
+                                                               for p in out[task_id].perf])
+        if not self.informational_speed:
+            out = {k: replace(t, perf=[p for p in t.perf if p.points > 0]) for k, t in out.items()}
+        return out
+
+    def limits(self, task: TaskSpec, device: str, address_check: bool | None = None) -> tuple[float, float]:
+        """A worker's (time limit, stall limit) in seconds for `task` on `device`, resolved here and nowhere else:
+        the task's own time limit over the course's; on CUDA with the address check (`address_check`, default
+        `bounds`), whose interpreted re-run runs the CPU's inputs as well, the CPU's limits are added (time) and
+        taken if longer (stall)."""
+        timeout_s = task.timeout_s.get(device) or self.timeout_s[device]
+        stall_s = self.stall_s.get(device, 0.0)
+        if device == "cuda" and (self.bounds if address_check is None else address_check):
+            timeout_s += task.timeout_s.get("cpu") or self.timeout_s["cpu"]
+            stall_s = max(stall_s, self.stall_s.get("cpu", 0.0))
+        return timeout_s, stall_s
+
 
 def tasks_dir_has(task_id: str, root: Path = ROOT) -> bool:
     return (root / "tasks" / task_id / "task.yaml").is_file()
@@ -599,132 +618,95 @@ TIMEOUT_S = {"cuda": 90.0, "cpu": 240.0}
 STALL_S = {"cuda": 30.0, "cpu": 120.0}
 
 
-def _flag(grading: dict, key: str, default: bool, where: str) -> bool:
-    value = grading.get(key, default)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where}: grading.{key} must be true or false, got {value!r}")
-    return value
+def _per_device(given: dict[str, float], defaults: dict[str, float]) -> dict[str, float]:
+    """Seconds per device (cuda, cpu), over their defaults."""
+    return {**defaults, **{k: float(v) for k, v in given.items()}}
 
 
-def _judges(value, where: str) -> int:
-    """grading.judges: `auto` (-1) or a count of judge processes (0 = judge in the main process)."""
-    if value == "auto":
-        return -1
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{where}: grading.judges must be auto or a whole number >= 0, got {value!r}")
-    return value
-
-
-def _per_device(grading: dict, key: str, defaults: dict[str, float], where: str) -> dict[str, float]:
-    """A `grading` entry of seconds per device (cuda, cpu), over its defaults."""
-    values = {**defaults, **{k: float(v) for k, v in (grading.get(key) or {}).items()}}
-    for device, value in values.items():
-        if device not in DEVICES or value < 0:
-            raise ConfigError(f"{where}: grading.{key} takes cuda and cpu, each >= 0 seconds; got {device}: {value}")
-    return values
-
-
-def _speed_points(raw: Any, where: str, hw_tasks: dict[str, float]) -> dict[str, dict[str, float]]:
-    """`speed_points: {task id: {speed test id: points}}`: what a course gives the speed tests that task.yaml
-    leaves at 0 (the speed tier). The homework's `tasks` then states each task's total with them."""
+def _deadline(raw: str | _dt.datetime | None, where: str) -> _dt.datetime | None:
     if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}.speed_points: must map task ids to {{speed test id: points}}, got {raw!r}")
-    out = {}
-    for task_id, tests in raw.items():
-        if task_id not in hw_tasks:
-            raise ConfigError(f"{where}.speed_points.{task_id}: not one of this homework's tasks")
-        if not isinstance(tests, dict) or not all(isinstance(v, (int, float)) and v >= 0 for v in tests.values()):
-            raise ConfigError(f"{where}.speed_points.{task_id}: must map speed test ids to points >= 0, "
-                              f"got {tests!r}")
-        out[str(task_id)] = {str(k): float(v) for k, v in tests.items()}
-    return out
+        return None
+    if isinstance(raw, _dt.datetime):
+        deadline = raw
+    else:
+        try:
+            deadline = _dt.datetime.fromisoformat(str(raw))
+        except ValueError:
+            raise ConfigError(f"{where}.deadline: not an ISO 8601 time: {raw!r}") from None
+    if deadline.tzinfo is None:
+        raise ConfigError(f"{where}.deadline: give a UTC offset, e.g. +03:00")
+    return deadline
 
 
-def _give_speed_points(tasks: dict[str, TaskSpec], speed: dict[str, dict[str, float]], where: str) -> None:
-    """Put the course's speed points into the loaded tasks (in place: every later use of `tasks` sees them)."""
-    for task_id, tests in speed.items():
-        task = tasks.get(task_id)
-        if task is None:
-            continue  # a broken or missing folder: reported with the homework's tasks
-        unknown = set(tests) - {p.id for p in task.perf}
-        if unknown:
-            raise ConfigError(f"{where}.speed_points.{task_id}: {sorted(unknown)} not among the task's speed "
-                              f"tests ({', '.join(p.id for p in task.perf) or 'none'})")
-        tasks[task_id] = replace(task, perf=[replace(p, points=tests.get(p.id, p.points)) for p in task.perf])
-
-
-def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | None = None) -> CourseConfig:
-    """Parse `config.yaml`; when `tasks` is given, check that every homework's tasks exist with those points."""
-    data = _load_yaml(path)
-    where = str(path)
-    grading = data.get("grading") or {}
-    device = grading.get("device", "auto")
-    if device not in ("auto", *DEVICES):
-        raise ConfigError(f"{where}: grading.device must be auto, cuda or cpu, got {device!r}")
-    homeworks = {}
-    for hw_id, raw in (data.get("homeworks") or {}).items():
+def _check_course_tasks(cfg: CourseConfig, tasks: dict[str, TaskSpec], where: str) -> None:
+    """Every homework's tasks exist, its speed points name the tasks' speed tests, and its points are the
+    tasks' totals as the course grades them (speed points included)."""
+    graded = cfg.course_tasks(tasks)
+    for hw_id, hw in cfg.homeworks.items():
         hw_where = f"{where}: homeworks.{hw_id}"
-        deadline = raw.get("deadline")
-        if deadline is not None:
-            try:
-                deadline = _dt.datetime.fromisoformat(str(deadline))
-            except ValueError:
-                raise ConfigError(f"{hw_where}.deadline: not an ISO 8601 time: {deadline!r}") from None
-            if deadline.tzinfo is None:
-                raise ConfigError(f"{hw_where}.deadline: give a UTC offset, e.g. +03:00")
-        hw_tasks = {str(k): float(v) for k, v in _need(raw, "tasks", hw_where, dict).items()}
-        late = raw.get("late_policy") or {}
-        counts = raw.get("counts", "best")
-        if counts not in ("best", "last"):
-            raise ConfigError(f"{hw_where}.counts: must be best or last, got {counts!r}")
-        homeworks[hw_id] = Homework(
-            id=hw_id,
-            title=str(raw.get("title", hw_id)),
-            tasks=hw_tasks,
-            deadline=deadline,
-            max_attempts=int(raw.get("max_attempts", 0)),
-            late_penalty_per_day=float(late.get("penalty_per_day", 1.0)),
-            late_max_days=int(late.get("max_days", 0)),
-            counts=counts,
-        )
-        speed = _speed_points(raw.get("speed_points"), hw_where, hw_tasks)
-        if tasks is not None:
-            _give_speed_points(tasks, speed, hw_where)
-        for task_id, points in hw_tasks.items():
-            if tasks is None:
-                continue
-            if task_id not in tasks and (tasks_dir_has(task_id)):
+        for task_id, tests in hw.speed_points.items():
+            if task_id not in hw.tasks:
+                raise ConfigError(f"{hw_where}.speed_points.{task_id}: not one of this homework's tasks")
+            task = tasks.get(task_id)
+            unknown = set(tests) - {p.id for p in task.perf} if task else set()
+            if unknown:
+                raise ConfigError(f"{hw_where}.speed_points.{task_id}: {sorted(unknown)} not among the task's speed "
+                                  f"tests ({', '.join(p.id for p in task.perf) or 'none'})")
+        for task_id, points in hw.tasks.items():
+            if task_id not in tasks and tasks_dir_has(task_id):
                 continue  # the folder exists but is broken: discover_tasks reported it
             if task_id not in tasks:
                 raise ConfigError(f"{hw_where}.tasks: no folder tasks/{task_id}")
-            if abs(tasks[task_id].points - points) > 1e-9:
+            total = graded[task_id].points  # leaving out 0-point speed tests changes no total
+            if abs(total - points) > 1e-9:
                 raise ConfigError(
                     f"{hw_where}.tasks.{task_id}: {points} points here, but tasks/{task_id}/task.yaml "
-                    f"adds up to {tasks[task_id].points}"
+                    f"adds up to {total}"
                 )
-    informational_speed = _flag(grading, "informational_speed", True, where)
-    if tasks is not None and not informational_speed:  # after speed_points: a test given points stays
-        for task_id, task in list(tasks.items()):
-            tasks[task_id] = replace(task, perf=[p for p in task.perf if p.points > 0])
-    timeout = _per_device(grading, "timeout_s", TIMEOUT_S, where)
-    stall = _per_device(grading, "stall_s", STALL_S, where)
-    return CourseConfig(
-        course=str(data.get("course", "course")),
-        device=device,
-        timeout_s=timeout,
-        stall_s=stall,
-        workers=int(grading.get("workers", 0)),
-        judges=_judges(grading.get("judges", "auto"), where),
-        fork_server=bool(grading.get("fork_server", True)),
-        specialize=bool(grading.get("specialize", False)),
-        results_dir=str(grading.get("results_dir", "results")),
-        sandbox=_sandbox(grading.get("sandbox"), where),
-        gpu_compile=_flag(grading, "gpu_compile", True, where),
-        bounds=_flag(grading, "bounds", True, where),
-        writes=_flag(grading, "writes", True, where),
-        informational_speed=informational_speed,
-        always_allowed_imports=[str(m) for m in data.get("always_allowed_imports") or []],
+
+
+def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | None = None) -> CourseConfig:
+    """Parse `config.yaml` (grader/config_files.py CourseFile says every key); when `tasks` is given, check that
+    every homework's tasks exist with those points. `tasks` is not changed: `cfg.course_tasks(tasks)` gives them
+    as the course grades them."""
+    data = _load_yaml(path)
+    where = str(path)
+    course = validate(CourseFile, data, where, ConfigError)
+    grading = course.grading or GradingFile()
+    homeworks = {}
+    for hw_id, raw in course.homeworks.items():
+        hw_where = f"{where}: homeworks.{hw_id}"
+        late = raw.late_policy or LatePolicyFile()
+        homeworks[hw_id] = Homework(
+            id=hw_id,
+            title=raw.title or hw_id,
+            tasks={str(k): float(v) for k, v in raw.tasks.items()},
+            deadline=_deadline(raw.deadline, hw_where),
+            max_attempts=raw.max_attempts,
+            late_penalty_per_day=late.penalty_per_day,
+            late_max_days=late.max_days,
+            counts=raw.counts,
+            speed_points={str(t): {str(k): float(v) for k, v in tests.items()}
+                          for t, tests in (raw.speed_points or {}).items()},
+        )
+    cfg = CourseConfig(
+        course=course.course,
+        device=grading.device,
+        timeout_s=_per_device(grading.timeout_s, TIMEOUT_S),
+        stall_s=_per_device(grading.stall_s, STALL_S),
+        workers=grading.workers,
+        judges=-1 if grading.judges == "auto" else grading.judges,
+        fork_server=grading.fork_server,
+        specialize=grading.specialize,
+        results_dir=grading.results_dir,
+        sandbox=_sandbox(grading.sandbox),
+        gpu_compile=grading.gpu_compile,
+        bounds=grading.bounds,
+        writes=grading.writes,
+        informational_speed=grading.informational_speed,
+        always_allowed_imports=list(course.always_allowed_imports),
         homeworks=homeworks,
     )
+    if tasks is not None:
+        _check_course_tasks(cfg, tasks, where)
+    return cfg

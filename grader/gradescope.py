@@ -103,7 +103,7 @@ fi
 python3 -m venv "$ROOT/venv"
 PY="$ROOT/venv/bin/python"
 "$PY" -m pip install -q torch=={torch} --extra-index-url "${{TORCH_INDEX:-https://download.pytorch.org/whl/cpu}}"
-"$PY" -m pip install -q triton=={triton} numpy pytest pytest-json-report pyyaml
+"$PY" -m pip install -q triton=={triton} numpy pytest pytest-json-report pyyaml pydantic
 "$PY" -c "import torch, triton; print('autograder ready: torch', torch.__version__, 'triton', triton.__version__)"
 """
 
@@ -175,6 +175,7 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
     try:
         tasks, broken = discover_tasks()
         cfg = load_config(config, tasks)
+        tasks = cfg.course_tasks(tasks)
         if hw_id not in cfg.homeworks:
             raise ConfigError(f"{config}: no homework {hw_id!r}")
         hw: Homework = cfg.homeworks[hw_id]

@@ -188,7 +188,7 @@ def grader_failure(job: Job, device: str, exc: BaseException, runs: list[WorkerR
         staff["worker_exit"] = "; ".join(f"{r.run_id}: {r.describe_exit()}" for r in runs)
     return TaskResult(task=job.task.id, student=job.student, submission=str(job.submission), score=0.0,
                       max_score=job.task.points_on(device), tests=tests, checks={},
-                      environment=dict(environment(device)), submission_sha256=_sha256(job.submission),
+                      environment=dict(environment(device)), submission_sha256=job.sha256,
                       graded_at=_now(), staff=staff)
 
 
@@ -197,13 +197,6 @@ def reused(result: TaskResult, job: Job, first: Job) -> TaskResult:
     return replace(result, student=job.student, submission=str(job.submission),
                    staff={**result.staff, "reuses": f"the run of {first.student}/{first.submission.name} "
                                                     "(the same file for the same task, graded once)"})
-
-
-def _sha256(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return ""
 
 
 def _now() -> str:
@@ -238,6 +231,23 @@ class Job:
     task: TaskSpec
     submission: Path
     student: str
+    source: bytes | None = None
+    """The submission's bytes, read once (`read`): what the static check, the worker's copy, the identical-file
+    check and the result's sha256 all see, so a file changed while a class grades cannot get a verdict for one
+    version and the hash of another. A batch passes the bytes it hashed for the ledger."""
+
+    def read(self) -> bytes:
+        if self.source is None:
+            self.source = self.submission.read_bytes()
+        return self.source
+
+    @property
+    def sha256(self) -> str:
+        """The sha256 of those bytes; "" when the file cannot be read (that job's failure says why)."""
+        try:
+            return hashlib.sha256(self.read()).hexdigest()
+        except OSError:
+            return ""
 
 
 @dataclass
@@ -428,7 +438,7 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         task=job.task.id, student=job.student, submission=str(job.submission),
         score=round(sum(t.points for t in tests), 6), max_score=job.task.points_on(ctx.device), tests=tests,
         checks=checks,
-        environment=env, submission_sha256=_sha256(job.submission), graded_at=_now(), staff=staff,
+        environment=env, submission_sha256=job.sha256, graded_at=_now(), staff=staff,
         withheld={**asdict(job.task.withheld), "message": job.task.withheld.sentence()} if job.task.withheld else {},
     )
 
@@ -567,7 +577,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         for n, job in enumerate(jobs):
             folders = tree.job(f"job-{n:04d}")
             try:
-                source = job.submission.read_bytes()
+                source = job.read()
                 # the task object, not only its id: a test may grade one file against two variants of a task
                 same = first_of.setdefault((hashlib.sha256(source).hexdigest(), id(job.task)), n)
                 if same != n:
@@ -673,17 +683,13 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 warm_shared_cache([contexts[n][0].task for n in runnable], device, cfg, prepared, tree, pool)
             for n in runnable:
                 job, folders, _ = contexts[n]
-                timeout_s = job.task.timeout_s.get(device) or cfg.timeout_s[device]
-                stall_s = cfg.stall_s.get(device, 0.0)
-                if device == "cuda" and cfg.bounds:  # the address check interprets the CPU's cases as well
-                    timeout_s += job.task.timeout_s.get("cpu") or cfg.timeout_s["cpu"]
-                    stall_s = max(stall_s, cfg.stall_s.get("cpu", 0.0))
+                timeout_s, stall_s = cfg.limits(job.task, device)
                 base_spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
                                     prepared.case_paths(job.task), timeout_s, benchmark_autotune,
                                     fork_server=cfg.fork_server, specialize=specialize[n],
                                     launch=launch_job(job.task), stall_s=stall_s,
                                     sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile, bounds=cfg.bounds,
-                                    writes=cfg.writes)
+                                    writes=cfg.writes, source=job.read())
                 public = [("shard", n, k) for k, indices in enumerate(plan[n])
                           if all(job.task.cases[i].visibility == "public" for i in indices)]
                 for k, indices in enumerate(plan[n]):
@@ -895,7 +901,7 @@ def warm_shared_cache(tasks: list[TaskSpec], device: str, cfg: CourseConfig, pre
         for i, case in enumerate(prepared.cases(task)):
             first.setdefault(specialization_key(case, specialize), i)
         spec = JobSpec(solution, task.entry, list(task.kernels), device, prepared.case_paths(task),
-                       task.timeout_s.get(device) or cfg.timeout_s[device], fork_server=cfg.fork_server,
+                       cfg.limits(task, device, address_check=False)[0], fork_server=cfg.fork_server,
                        specialize=specialize, launch=launch_job(task), warm=True, bounds=False)
         pool.add(("warm", task.id), functools.partial(_warm_and_publish, tree.job(f"warm-{task.id}"), spec,
                                                       sorted(first.values())), priority=(0, -1))

@@ -84,9 +84,9 @@ class RayShards:
                 self._inputs[spec.inputs[index]] = self.ray.put(spec.inputs[index].read_bytes())
         fields = asdict(replace(spec, gpu=None, inductor_from=None, gate=""))
         payload = {
-            "name": spec.submission.name, "submission": spec.submission.read_bytes(),
+            "name": spec.submission.name, "submission": spec.source_bytes(),
             "shard": shard, "cases": cases, "inputs": needed,
-            "spec": {k: v for k, v in fields.items() if k not in ("submission", "inputs")},
+            "spec": {k: v for k, v in fields.items() if k not in ("submission", "inputs", "source")},
         }
         out = self.ray.get(self.remote.remote(payload, *[self._inputs[spec.inputs[i]] for i in needed]))
         runs = []

@@ -32,6 +32,7 @@ def homework_tasks(hw_id: str, config: Path = ROOT / "config.yaml") -> tuple[Hom
     """The homework and its tasks, parsed from the staff tree (every task must be valid: nothing broken ships)."""
     tasks, broken = discover_tasks()
     cfg = load_config(config, tasks)
+    tasks = cfg.course_tasks(tasks)
     if hw_id not in cfg.homeworks:
         raise ConfigError(f"{config}: unknown homework {hw_id!r}; known: {', '.join(cfg.homeworks)}")
     hw = cfg.homeworks[hw_id]
@@ -210,7 +211,7 @@ else
   fi
   .venv/bin/python -m pip install -q triton
 fi
-.venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml matplotlib tqdm
+.venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml pydantic matplotlib tqdm
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e . 2>/dev/null \\
   || echo "setup: the triton-grader command was not installed (setuptools >= 64 missing):" \\
           "use .venv/bin/python -m grader here"

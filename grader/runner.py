@@ -41,6 +41,8 @@ class JobSpec:
     """What a worker needs to know; the same for every run of one (submission, task)."""
 
     submission: Path
+    """The submission's path: its name names the worker's copy (and the staff's solution is read from it when
+    `source` is None)."""
     entry: str
     kernels: list[str]
     device: str
@@ -80,6 +82,12 @@ class JobSpec:
     for the torch.compile'd baseline)."""
     gate: str = ""
     """The GPU's gate (grader/protocol.py GpuGate; GradingTree.gate), on CUDA: "" for none."""
+    source: bytes | None = None
+    """The submission's bytes as the grading run read them once (grading.Job.read): what the worker's copy holds.
+    None: read from `submission` (a staff run)."""
+
+    def source_bytes(self) -> bytes:
+        return self.source if self.source is not None else self.submission.read_bytes()
 
 
 ENV_KEPT = ("PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "CC", "CXX")
@@ -170,7 +178,7 @@ def worker_job(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
     src = run / "src"
     src.mkdir()
     copy = src / spec.submission.name
-    copy.write_bytes(spec.submission.read_bytes())
+    copy.write_bytes(spec.source_bytes())
     if spec.inductor_from is not None and spec.inductor_from.is_dir():
         shutil.copytree(spec.inductor_from, run / "inductor", symlinks=True)
     needed = sorted({*cases, *(p.case for p in spec.perf)})

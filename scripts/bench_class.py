@@ -180,6 +180,7 @@ def main() -> int:
     args = parser.parse_args()
     tasks, _ = discover_tasks()
     cfg = load_config(tasks=tasks)
+    tasks = cfg.course_tasks(tasks)
     if args.no_speed_tier:  # after the course's points are checked against the tasks'
         tasks = {k: dataclasses.replace(t, perf=[]) for k, t in tasks.items()}
     if args.judges is not None:

@@ -43,6 +43,7 @@ def main() -> int:
     args = parser.parse_args()
     tasks, _ = discover_tasks()
     cfg = load_config(tasks=tasks)
+    tasks = cfg.course_tasks(tasks)
     if args.specialize:
         cfg = dataclasses.replace(cfg, specialize=True)
     device = resolve_device(args.device)

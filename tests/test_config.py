@@ -50,9 +50,10 @@ def test_a_course_gives_the_speed_tier_points_in_config_yaml(tmp_path):
                          "    speed_points:\n      12_matmul_int8_fused_dequant: {speed_vs_compile: 1.0}\n")
     total = ("12_matmul_int8_fused_dequant: 4.0", "12_matmul_int8_fused_dequant: 5.0")
     (tmp_path / "a.yaml").write_text(given.replace(*total))
-    load_config(tmp_path / "a.yaml", tasks)
-    task = tasks["12_matmul_int8_fused_dequant"]
+    cfg = load_config(tmp_path / "a.yaml", tasks)
+    task = cfg.course_tasks(tasks)["12_matmul_int8_fused_dequant"]
     assert task.perf[0].points == 1.0 and task.points == 5.0 and task.points_on("cpu") == 4.0
+    assert tasks["12_matmul_int8_fused_dequant"].perf[0].points == 0  # the tasks as loaded are left as they were
     tasks, _ = discover_tasks()
     (tmp_path / "b.yaml").write_text(given)  # the total left at 4.0
     with pytest.raises(ConfigError, match=r"12_matmul_int8_fused_dequant: 4.0 points here, but .*adds up to 5.0"):
@@ -62,7 +63,8 @@ def test_a_course_gives_the_speed_tier_points_in_config_yaml(tmp_path):
                                           r"not among the task's speed tests \(speed_vs_compile\)"):
         load_config(tmp_path / "c.yaml", discover_tasks()[0])
     (tmp_path / "d.yaml").write_text(given.replace("{speed_vs_compile: 1.0}", "{speed_vs_compile: -1}"))
-    with pytest.raises(ConfigError, match=r"must map speed test ids to points >= 0"):
+    with pytest.raises(ConfigError, match=r"speed_points.12_matmul_int8_fused_dequant.speed_vs_compile: Input "
+                                          r"should be greater than or equal to 0"):
         load_config(tmp_path / "d.yaml", discover_tasks()[0])
 
 
@@ -73,8 +75,8 @@ def test_informational_speed_tests_can_be_left_out(tmp_path):
     assert base.count("  informational_speed: true") == 1
     off = base.replace("  informational_speed: true", "  informational_speed: false")
     (tmp_path / "a.yaml").write_text(off)
-    tasks, _ = discover_tasks()
-    cfg = load_config(tmp_path / "a.yaml", tasks)
+    cfg = load_config(tmp_path / "a.yaml", discover_tasks()[0])
+    tasks = cfg.course_tasks(discover_tasks()[0])
     assert not cfg.informational_speed
     assert not tasks["10_quantize_global_int8"].perf and tasks["10_quantize_global_int8"].points == 2.0
     assert [p.id for p in tasks["23_lowbit_dw_fused"].perf] == ["speed_k8192", "speed_k100864"]  # 0.75 points each
@@ -82,11 +84,11 @@ def test_informational_speed_tests_can_be_left_out(tmp_path):
     given = off.replace("    speed_points: {}\n", f"    speed_points: {{{task12}: {{speed_vs_compile: 1.0}}}}\n")
     (tmp_path / "b.yaml").write_text(given.replace(f"{task12}: 4.0", f"{task12}: 5.0"))
     tasks, _ = discover_tasks()
-    load_config(tmp_path / "b.yaml", tasks)
+    tasks = load_config(tmp_path / "b.yaml", tasks).course_tasks(tasks)
     assert [p.id for p in tasks["12_matmul_int8_fused_dequant"].perf] == ["speed_vs_compile"]
     assert not tasks["11_quantize_rowwise_int8"].perf
     (tmp_path / "c.yaml").write_text(base.replace("  informational_speed: true", "  informational_speed: 0"))
-    with pytest.raises(ConfigError, match="grading.informational_speed must be true or false"):
+    with pytest.raises(ConfigError, match=r"grading.informational_speed: Input should be a valid boolean \(got 0\)"):
         load_config(tmp_path / "c.yaml")
 
 
@@ -105,7 +107,8 @@ def test_bad_deadline_and_counts(tmp_path):
     with pytest.raises(ConfigError, match="deadline: give a UTC offset"):
         load_config(tmp_path / "a.yaml")
     (tmp_path / "b.yaml").write_text(base.replace("counts: best", "counts: first"))
-    with pytest.raises(ConfigError, match="counts: must be best or last"):
+    with pytest.raises(ConfigError, match=r"homeworks.hw4_int8.counts: Input should be 'best' or 'last' "
+                                          r"\(got 'first'\)"):
         load_config(tmp_path / "b.yaml")
 
 
@@ -113,11 +116,11 @@ def test_time_limits_take_a_device_and_seconds(tmp_path):
     base = (ROOT / "config.yaml").read_text()
     assert load_config(ROOT / "config.yaml").stall_s == {"cuda": 30.0, "cpu": 120.0}
     (tmp_path / "a.yaml").write_text(base.replace("    cuda: 30 ", "    cuda: -1 "))
-    rule = r"grading.stall_s takes cuda and cpu, each >= 0 seconds; got "
-    with pytest.raises(ConfigError, match=r"a.yaml: " + rule + "cuda: -1"):
+    with pytest.raises(ConfigError, match=r"a.yaml: grading.stall_s.cuda: Input should be greater than or equal to 0 "
+                                          r"\(got -1\)"):
         load_config(tmp_path / "a.yaml")
     (tmp_path / "b.yaml").write_text(base.replace("    cpu: 120 ", "    gpu: 120 "))
-    with pytest.raises(ConfigError, match=r"b.yaml: " + rule + "gpu: 120"):
+    with pytest.raises(ConfigError, match=r"b.yaml: grading.stall_s.gpu: this key: Input should be 'cuda' or 'cpu'"):
         load_config(tmp_path / "b.yaml")
 
 
@@ -127,7 +130,8 @@ def test_judges_are_auto_or_a_count(tmp_path):
     (tmp_path / "a.yaml").write_text(base.replace("  judges: auto ", "  judges: 3 "))
     assert load_config(tmp_path / "a.yaml").judges == 3
     (tmp_path / "b.yaml").write_text(base.replace("  judges: auto ", "  judges: many "))
-    with pytest.raises(ConfigError, match=r"b.yaml: grading.judges must be auto or a whole number >= 0, got 'many'"):
+    with pytest.raises(ConfigError, match=r"b.yaml: grading.judges: Input should be 'auto'; or Input should be a valid "
+                                          r"integer, unable to parse string as an integer \(got 'many'\)"):
         load_config(tmp_path / "b.yaml")
 
 
@@ -138,9 +142,11 @@ def test_sandbox_setting_true_false_or_limits(tmp_path):
                                                  {"limits": {"memory_mb": 4096, "processes": 64}})):
         (tmp_path / "config.yaml").write_text(base.replace("  sandbox: true", f"  {text}"))
         assert load_config(tmp_path / "config.yaml").sandbox.job() == job
-    for text, error in (("sandbox: {memory: 1}", r"grading\.sandbox: unknown key\(s\) \['memory'\]"),
-                        ("sandbox: {processes: -1}", r"grading\.sandbox\.processes must be a whole number"),
-                        ("sandbox: maybe", r"grading\.sandbox must be true, false or a mapping")):
+    for text, error in (("sandbox: {memory: 1}", r"grading\.sandbox\.memory: unknown key; known: enabled, memory_mb"),
+                        ("sandbox: {processes: -1}", r"grading\.sandbox\.processes: Input should be greater than or "
+                                                     r"equal to 0"),
+                        ("sandbox: maybe", r"grading\.sandbox: Input should be a valid boolean; or Input should be a "
+                                           r"valid dictionary \(got 'maybe'\)")):
         (tmp_path / "config.yaml").write_text(base.replace("  sandbox: true", f"  {text}"))
         with pytest.raises(ConfigError, match=error):
             load_config(tmp_path / "config.yaml")
@@ -180,3 +186,39 @@ def test_statements_list_the_public_cases_that_task_yaml_grades():
         public = [c for c in load_task(spec.parent).cases if c.visibility == "public"]
         assert (count, ids) == (len(public), [c.id for c in public]), spec
         assert all(abs(c.points - p) < 1e-9 for c, p in zip(public, points)), spec
+
+
+def test_every_key_is_declared_and_typed(tmp_path):
+    """config.yaml and task.yaml are validated against grader/config_files.py's models: a typo'd key, a word where
+    a number goes, a wrong type in a task's output fail with the file and the key's path (issue 33)."""
+    base = (ROOT / "config.yaml").read_text()
+    (tmp_path / "a.yaml").write_text(base.replace("grading:\n", "grading:\n  timeout: 30\n  workers: many\n", 1)
+                                     .replace("  workers: 0 ", "  # workers: 0 "))
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path / "a.yaml")
+    lines = str(err.value).splitlines()
+    assert any(line.endswith("a.yaml: grading.timeout: unknown key; known: device, timeout_s, stall_s, workers, "
+                             "judges, fork_server, specialize, results_dir, gpu_compile, bounds, writes, "
+                             "informational_speed, sandbox") for line in lines), lines
+    assert any("a.yaml: grading.workers: Input should be a valid integer" in line and "(got 'many')" in line
+               for line in lines), lines
+    folder = _copy_task(tmp_path)
+    text = (folder / "task.yaml").read_text()
+    assert "    compare: rounded\n" in text
+    (folder / "task.yaml").write_text(text.replace("    compare: rounded\n", "    comapre: rounded\n", 1)
+                                      .replace("python_reads: 1", "python_reads: some"))
+    with pytest.raises(ConfigError) as err:
+        load_task(folder)
+    assert "task.yaml: outputs[0].comapre: unknown key; known: name, dtype, compare" in str(err.value), err.value
+    assert "task.yaml: python_reads: Input should be a valid integer" in str(err.value), err.value
+
+
+def test_loading_the_course_leaves_the_tasks_as_they_were():
+    tasks, _ = discover_tasks()
+    before = {k: (t.perf, t.points) for k, t in tasks.items()}
+    cfg = load_config(ROOT / "config.yaml", tasks)
+    assert {k: (t.perf, t.points) for k, t in tasks.items()} == before
+    assert cfg.course_tasks(tasks) is not tasks
+    timeout, stall = cfg.limits(tasks["12_matmul_int8_fused_dequant"], "cuda")
+    assert (timeout, stall) == (cfg.timeout_s["cuda"] + cfg.timeout_s["cpu"], cfg.stall_s["cpu"])  # address check
+    assert cfg.limits(tasks["12_matmul_int8_fused_dequant"], "cpu") == (cfg.timeout_s["cpu"], cfg.stall_s["cpu"])

@@ -181,7 +181,7 @@ def test_identical_files_are_graded_once(cfg, small10, tmp_path, monkeypatch):
     real = grading.run_shard
 
     def counting(folders, shard, spec, cases):
-        started.append(spec.submission.read_bytes())
+        started.append(spec.source_bytes())
         return real(folders, shard, spec, cases)
 
     monkeypatch.setattr(grading, "run_shard", counting)
@@ -248,3 +248,16 @@ def test_the_layer_contracts_hold_and_can_fail(tmp_path):
     assert broken.returncode != 0 and "grader.judge is not allowed to import grader.runner" in broken.stdout, \
         broken.stdout[-2000:] + broken.stderr[-2000:]
     assert "grader.judge is not allowed to import grader.bounds" in broken.stdout, broken.stdout[-2000:]
+
+
+def test_the_submission_is_read_once(cfg, small10, tmp_path):
+    """The bytes a job was given (a batch passes those it hashed for the ledger) are what the static check, the
+    worker and the result's sha256 see: here the file on disk is the skeleton, and the bytes the solution's, so
+    a file changed mid-grading cannot get a verdict for one version and the hash of another."""
+    import hashlib
+
+    path = tmp_path / "q.py"
+    path.write_bytes((ROOT / "tasks" / "10_quantize_global_int8" / "skeleton.py").read_bytes())
+    (result,) = grade_jobs([Job(small10, path, "ann", SOLUTION.encode())], cfg, "cpu", workers=1)
+    assert result.score == result.max_score > 0
+    assert result.submission_sha256 == hashlib.sha256(SOLUTION.encode()).hexdigest()
