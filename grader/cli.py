@@ -7,9 +7,9 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from grader import report
 from grader.config import ROOT, ConfigError, discover_tasks, load_config
-from grader.grading import Job, TaskResult, grade_jobs, resolve_device
+from grader.pipeline.grading import Job, TaskResult, grade_jobs, resolve_device
+from grader.results import report
 
 CHECKS = "checks"
 """Where `grade` and `grade-dir` write by default: a folder of their own under the results folder, never the
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "batch":
-        from grader.batch import OtherClass, run_batch
+        from grader.course.batch import OtherClass, run_batch
 
         if args.homework not in cfg.homeworks:
             print(f"unknown homework {args.homework!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "selftest":
-        from grader.selftest import selftest
+        from grader.course.selftest import selftest
 
         code = selftest(tasks, cfg, device, args.task, args.workers, staff=args.staff)
         return 1 if broken and not args.task else code
@@ -184,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _course(args: argparse.Namespace) -> int:
     """release, gradescope and gradescope-run: what a course hands out, and what runs on Gradescope."""
-    from grader import gradescope
-    from grader.release import write_tree
+    from grader.course import gradescope
+    from grader.course.release import write_tree
 
     if args.command == "gradescope-run":
         root = gradescope.default_root()

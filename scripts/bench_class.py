@@ -4,7 +4,7 @@
 
 The parallel run grades all N students; the serial run (one worker) grades the first few copies and its time
 is scaled to N, since a serial pass over a whole class would not fit in one sitting (`--students 0` runs the
-serial part alone). Both start from a cold Triton cache (the grader's shared one too, grader/tritoncache.py).
+serial part alone). Both start from a cold Triton cache (the grader's shared one too, grader/worker/tritoncache.py).
 Triton's cache is keyed by a kernel's source, so copies of one file would compile once: each copy's kernels get a
 comment naming the copy, and every student's kernels compile anew, as in a real class of different files
 (`--identical` keeps the copies byte for byte).
@@ -27,9 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.batch import run_batch  # noqa: E402
 from grader.config import ROOT, discover_tasks, load_config  # noqa: E402
-from grader.grading import resolve_device  # noqa: E402
+from grader.course.batch import run_batch  # noqa: E402
+from grader.pipeline.grading import resolve_device  # noqa: E402
 
 
 def tag_kernels(source: str, tag: str) -> str:
@@ -118,7 +118,7 @@ def stage_report(results: Path) -> None:
     gate = sorted((line for path in results.glob("*/*.staff.json")
                    for line in str(json.loads(path.read_text()).get("staff", {}).get("worker_log", "")).splitlines()
                    if line.startswith("gate:")), key=lambda ln: float(ln.rsplit("(at ", 1)[-1].rstrip(")")))
-    if gate:  # the GPU gate's long waits and holds, in time order (grader/protocol.py GpuGate)
+    if gate:  # the GPU gate's long waits and holds, in time order (grader/protocol GpuGate)
         print(f"gate    : {len(gate)} long waits or holds; the first 40:\n  " + "\n  ".join(gate[:40]), flush=True)
     print(f"stages  : seconds per file, over {files} graded files ({reused} identical copies reused)", flush=True)
     for key, words in STAGE_ROWS:

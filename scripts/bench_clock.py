@@ -1,7 +1,7 @@
 """Does the speed tests' GPU clock measure the calls, or the profiler? Task 23 at K = 8192 (its fused solution and
 its baseline, three kernels and a torch.mm), five ways, in one run:
 
-1. the grader's clock (grader/timing.py): GPU activity traced alone, calls told apart by marker kernels;
+1. the grader's clock (grader/worker/timing.py): GPU activity traced alone, calls told apart by marker kernels;
 2. the same spans with the host's operators traced too (the grader's clock before 2026-11-24), which slows the
    host and so widens the gaps between a call's kernels;
 3. the sum of the call's kernel durations (from trace 1): the GPU's own work, no gaps;
@@ -27,9 +27,9 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import timing  # noqa: E402
-from grader.speed import median  # noqa: E402
-from grader.worker import _load_module  # noqa: E402
+from grader.judge.speed import median  # noqa: E402
+from grader.worker import timing  # noqa: E402
+from grader.worker.main import _load_module  # noqa: E402
 from reference import lowbit_dw  # noqa: E402
 
 TASK = ROOT / "tasks" / "23_lowbit_dw_fused"

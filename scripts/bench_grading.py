@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grader.config import discover_tasks, load_config  # noqa: E402
-from grader.grading import Job, grade_jobs, resolve_device  # noqa: E402
+from grader.pipeline.grading import Job, grade_jobs, resolve_device  # noqa: E402
 
 
 def timed(jobs, cfg, device, workers, naive) -> tuple[float, list]:

@@ -1,6 +1,6 @@
 """Speed of task 23's fused dW against the unfused path (task 21's dequant kernel + torch.mm), measured the way
-the grader's speed tests measure (grader.timing.time_calls: fresh inputs and an L2 flush per call, GPU time or the
-host clock as `--clock` says, interleaved, medians), plus each autotune config forced alone.
+the grader's speed tests measure (grader.worker.timing.time_calls: fresh inputs and an L2 flush per call, GPU time or
+the host clock as `--clock` says, interleaved, medians), plus each autotune config forced alone.
 
     python scripts/bench_lowbit.py [--reps 50] [--k 8192 100864] [--configs] [--breakdown] [--clock gpu|wall]
 
@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.config import load_task  # noqa: E402
-from grader.speed import median  # noqa: E402
-from grader.timing import profile_marked, time_calls  # noqa: E402
-from grader.worker import _load_module, config_label, find_autotuners  # noqa: E402
+from grader.judge.speed import median  # noqa: E402
+from grader.worker.main import _load_module, config_label, find_autotuners  # noqa: E402
+from grader.worker.timing import profile_marked, time_calls  # noqa: E402
 from reference import lowbit_dw  # noqa: E402
 
 TASK = ROOT / "tasks" / "23_lowbit_dw_fused"

@@ -11,14 +11,14 @@ is faster). Memory-bound puzzles also show the bytes the kernel moves over the r
 a device-to-device copy reaches in the same run (a kernel that mostly writes, as puzzle 4's, can pass 100%); the
 matrix products show TFLOPS (float32, 2 * N0 * N1 * MID per matrix), puzzle 9 its scores per second.
 
-The reference kernel is launched as the grader launches it (task.yaml `launch`): grader.grading.launch_job reads the
-kernel, the grid and the environment, grader.worker.Launcher runs `kernel[cdiv(N0, B0), ...](*tensors, **sizes)`
-with only the keyword arguments the kernel declares, on the inputs of the puzzle's oracle (`generate_input` of
+The reference kernel is launched as the grader launches it (task.yaml `launch`): grader.pipeline.grading.launch_job
+reads the kernel, the grid and the environment, grader.worker.main.Launcher runs `kernel[cdiv(N0, B0), ...](*tensors,
+**sizes)` with only the keyword arguments the kernel declares, on the inputs of the puzzle's oracle (`generate_input` of
 reference/puzzleNN_*.py, seed 0 as in the notebook). Kernels are specialized on their integer arguments, as in the
-grader's speed tests. The torch side is the oracle's `spec` (the notebook's spec function), on the same float32
-inputs. The first size of each puzzle is its task.yaml `notebook` case; the larger ones and their block sizes are
-chosen below, one comment per puzzle. Some kernels are naive on purpose (puzzles 1 and 3 run one program): this
-prints their numbers and asserts nothing; a row whose kernel output differs from eager torch says so in its note.
+grader's speed tests. The torch side is the oracle's `spec` (the notebook's spec function), on the same float32 inputs.
+The first size of each puzzle is its task.yaml `notebook` case; the larger ones and their block sizes are chosen below,
+one comment per puzzle. Some kernels are naive on purpose (puzzles 1 and 3 run one program): this prints their numbers
+and asserts nothing; a row whose kernel output differs from eager torch says so in its note.
 
 --smoke runs everything on the CPU under TRITON_INTERPRET=1, at tiny sizes (the notebook case and one small case
 with the large rows' block sizes), timed with time.perf_counter: it checks the script without a GPU, and its
@@ -41,9 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.config import load_task  # noqa: E402
-from grader.grading import Prepared, launch_job  # noqa: E402
 from grader.judge import compare_values  # noqa: E402
-from grader.worker import Launcher, _load_module  # noqa: E402
+from grader.pipeline.grading import Prepared, launch_job  # noqa: E402
+from grader.worker.main import Launcher, _load_module  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from bench_references import bench, bench_cpu, compiled  # noqa: E402  (one way to time, for both tables)
@@ -271,7 +271,7 @@ def main() -> None:
     env = " ".join(f"{k}={v}" for k, v in launch_job(load_task(next(TASKS.glob("puzzle01_*"))))["env"].items())
     if args.smoke:
         os.environ["TRITON_INTERPRET"] = "1"  # read when a kernel is decorated, so before the solutions load
-        from grader.interpreter import patch_interpreter
+        from grader.worker.interpreter import patch_interpreter
 
         patch_interpreter()  # as the CPU worker does
         device, timer, copy_gbs = "cpu", bench_cpu, None

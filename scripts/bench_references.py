@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "tasks"
 sys.path.insert(0, str(ROOT))
 
-from grader.timing import L2Flush  # noqa: E402  (the speed tier's flush: one way to empty L2)
+from grader.worker.timing import L2Flush  # noqa: E402  (the speed tier's flush: one way to empty L2)
 
 
 def _load(task: str, filename: str, name: str):
@@ -62,11 +62,11 @@ against 48.1 (the flush alone is a head start of about 95 us, shorter than some 
 
 def bench(fn, *args, repeats: int = 3, reps: int = 100) -> float:
     """Microseconds of `fn(*args)` on the GPU: the lowest of `repeats` medians of `reps` calls, each timed by CUDA
-    events after an L2 flush (the speed tier's, grader.timing.L2Flush, which leaves L2 clean) and a head start for
-    the host (HEAD_START_CYCLES). `triton.testing.do_bench`, used here before, flushes by writing 256 MB: the next
-    call then also pays for writing those dirty lines back, about 10 us on the H100, which pulled every ratio of a
-    short memory-bound call toward 1 (see L2Flush's numbers); and its flush was the host's only head start, so a
-    call's host work could stall the GPU (one median of task 12 at B = 16 read 82.6 us against 42-44 in other runs)."""
+    events after an L2 flush (the speed tier's, grader.worker.timing.L2Flush, which leaves L2 clean) and a head start
+    for the host (HEAD_START_CYCLES). `triton.testing.do_bench`, used here before, flushes by writing 256 MB: the next
+    call then also pays for writing those dirty lines back, about 10 us on the H100, which pulled every ratio of a short
+    memory-bound call toward 1 (see L2Flush's numbers); and its flush was the host's only head start, so a call's host
+    work could stall the GPU (one median of task 12 at B = 16 read 82.6 us against 42-44 in other runs)."""
     flush = _l2_flush()
     for _ in range(5):  # compiles, autotunes, warms up
         fn(*args)

@@ -1,11 +1,11 @@
 """Where the interpreter's seconds go, as a worker runs the answer key in it: on CUDA the address check's
-interpreted re-run of each case (grader/worker.py `interpret_runs`), on the CPU the cases themselves; guarded
+interpreted re-run of each case (grader/worker/main.py `interpret_runs`), on the CPU the cases themselves; guarded
 inputs, the address check's patches, every distinct config, one file per task.
 
     python scripts/profile_address_check.py [--device cuda|cpu] [--tasks 10_quantize_global_int8 ...] [--top 25]
 
 Runs every case four times: once to warm up (the interpreter rewrites each kernel's AST on its first run), once
-with Triton's overflow checks as they come (`sanitize_overflow`), once without (grader/interpreter.py
+with Triton's overflow checks as they come (`sanitize_overflow`), once without (grader/worker/interpreter.py
 `patch_interpreter_overflow_checks`, which the worker applies), and prints per task the seconds of those two,
 their ratio, and whether every output and every address finding is the same bit for bit; then, under cProfile,
 the functions that took the most time of their own in a fourth pass, without the checks. The CPU sizes of the
@@ -40,10 +40,10 @@ def main() -> int:
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported, as the CPU worker does
     import torch
 
-    from grader import guards
-    from grader.bounds import BoundsAudit
     from grader.config import load_task
-    from grader.interpreter import (
+    from grader.protocol import guards
+    from grader.worker.address_check import BoundsAudit
+    from grader.worker.interpreter import (
         interpreted,
         patch_interpreter_libdevice,
         patch_interpreter_minmax,
@@ -51,7 +51,7 @@ def main() -> int:
         patch_interpreter_overflow_checks,
         patch_interpreter_scalars,
     )
-    from grader.worker import Instruments, find_autotuners, run_case, unspecialize
+    from grader.worker.main import Instruments, find_autotuners, run_case, unspecialize
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print("no GPU: use --device cpu", file=sys.stderr)
@@ -110,7 +110,7 @@ def main() -> int:
 
     from triton.runtime import interpreter as ti
 
-    import grader.interpreter as gi
+    import grader.worker.interpreter as gi
 
     def overflow_checks(on: bool) -> None:
         """On: the options as Triton has them, and patch_interpreter (which interpreted() applies on every call)

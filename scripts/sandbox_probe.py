@@ -1,4 +1,4 @@
-"""Which layers of the worker's sandbox (grader/sandbox.py) let CUDA, Triton's compiler and the interpreter work
+"""Which layers of the worker's sandbox (grader/worker/sandbox.py) let CUDA, Triton's compiler and the interpreter work
 on this machine, one layer at a time and all together.
 
     python scripts/sandbox_probe.py [--device cuda|cpu]
@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader import sandbox  # noqa: E402
 from grader.config import ROOT  # noqa: E402
+from grader.worker import sandbox  # noqa: E402
 
 KERNEL = '''
 import torch, triton, triton.language as tl
@@ -39,7 +39,7 @@ def run(device):
 
 def probe(layers: tuple[str, ...], device: str) -> dict:
     job = Path(tempfile.mkdtemp(prefix="probe-"))
-    job.chmod(0o711)  # as grading does with its folder (grader/grading.py)
+    job.chmod(0o711)  # as grading does with its folder (grader/pipeline/grading.py)
     (job / "k.py").write_text(KERNEL)
     read, write = os.pipe()
     pid = os.fork()

@@ -33,10 +33,10 @@ def main() -> int:
     import torch
 
     from grader.config import discover_tasks
-    from grader.worker import Launcher, find_autotuners
+    from grader.worker.main import Launcher, find_autotuners
 
     if args.device == "cpu":  # as the worker does: libdevice's rounding functions work in the interpreter
-        from grader.interpreter import patch_interpreter
+        from grader.worker.interpreter import patch_interpreter
 
         patch_interpreter()
 

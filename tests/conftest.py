@@ -16,7 +16,7 @@ def task10():
 
 
 def write_stream(path, *frames):
-    """A record stream as a worker writes it (grader/protocol.py): each frame (kind, key, value) as JSON for LOAD
+    """A record stream as a worker writes it (grader/protocol): each frame (kind, key, value) as JSON for LOAD
     and STATUS, as tensors otherwise, or with `value` as the raw payload when it is bytes; a bare bytes item is
     appended as it is (a garbled tail)."""
     import os

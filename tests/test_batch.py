@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import late_days, late_factor, run_batch
 from grader.config import Homework, load_config
-from grader.grading import TaskResult
+from grader.course.batch import late_days, late_factor, run_batch
+from grader.pipeline.grading import TaskResult
 
 DEADLINE = dt.datetime(2025, 11, 10, 23, 59, tzinfo=dt.timezone(dt.timedelta(hours=3)))
 ROOT = Path(__file__).resolve().parent.parent
@@ -313,7 +313,7 @@ def test_a_batch_killed_mid_class_resumes_where_it_stopped(tmp_path):
 def test_a_results_folder_holds_one_class(setup, task10, tmp_path):
     """Two sections graded into one results folder would share a ledger (the same student names, one attempt
     count): the second is refused, by run_batch and by the command line, and its own folder works."""
-    from grader.batch import OtherClass
+    from grader.course.batch import OtherClass
 
     hw, cfg, root, out, tasks = setup
     _submit(root, task10.id, 2.0, DEADLINE - dt.timedelta(days=1))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from grader.config import ROOT, load_config
-from grader.grading import Job, grade_jobs
+from grader.pipeline.grading import Job, grade_jobs
 
 TASK10 = ROOT / "tasks" / "10_quantize_global_int8"
 SOLUTION = (TASK10 / "solution.py").read_text()

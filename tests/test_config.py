@@ -189,7 +189,7 @@ def test_statements_list_the_public_cases_that_task_yaml_grades():
 
 
 def test_every_key_is_declared_and_typed(tmp_path):
-    """config.yaml and task.yaml are validated against grader/config_files.py's models: a typo'd key, a word where
+    """config.yaml and task.yaml are validated against grader/config/files.py's models: a typo'd key, a word where
     a number goes, a wrong type in a task's output fail with the file and the key's path (issue 33)."""
     base = (ROOT / "config.yaml").read_text()
     (tmp_path / "a.yaml").write_text(base.replace("grading:\n", "grading:\n  timeout: 30\n  workers: many\n", 1)

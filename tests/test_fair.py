@@ -4,7 +4,7 @@ every right/ file (another correct way of writing the answer) earns full marks i
 import dataclasses
 
 from grader.config import ROOT, load_config, load_task
-from grader.grading import Job, grade_jobs
+from grader.pipeline.grading import Job, grade_jobs
 
 TASK10 = ROOT / "tasks" / "10_quantize_global_int8"
 TASK13 = ROOT / "tasks" / "13_quantize_global_transpose_int8"
@@ -59,7 +59,7 @@ def test_a_libdevice_function_on_a_dtype_it_lacks_is_named_with_the_dtypes_it_ta
     """Triton's compiler says only "(triton.language.float16)" when llrint gets an fp16 value."""
     import ast
 
-    from grader.gpu_compile import _hint, libdevice_types
+    from grader.worker.gpu_compile import _hint, libdevice_types
 
     call = ast.parse("libdevice.llrint(x.to(tl.float16))").body[0].value
     text = "at 16:8:\n    q = libdevice.llrint(x)\n        ^\n(triton.language.float16)"
@@ -73,7 +73,7 @@ def test_a_print_without_a_string_first_is_named():
     """The interpreter prints anything; Triton's compiler says only "fp32[constexpr[32]] is not string"."""
     import ast
 
-    from grader.gpu_compile import _hint
+    from grader.worker.gpu_compile import _hint
 
     call = ast.parse("print(x)").body[0].value
     assert _hint(call, "at 7:4:\n    print(x)\n    ^\nfp32[constexpr[32]] is not string").startswith(
@@ -108,10 +108,10 @@ def test_stray_loads_fail_on_the_interpreter_even_when_unused(tmp_path):
 
 
 def test_compiled_kernels_are_checked_through_the_interpreter_call_after_call():
-    """What a CUDA worker does (grader/interpreter.py `interpreted`): kernels decorated as JITFunctions, each call
-    run in the interpreter and checked. On CPU tensors here, in a process without TRITON_INTERPRET, several calls
-    in a row (the interpreter adds globals to triton.language's namespaces on its first call; undoing that broke
-    every later call), with triton.language's jit functions (tl.max, tl.sum) inside."""
+    """What a CUDA worker does (grader/worker/interpreter.py `interpreted`): kernels decorated as JITFunctions, each
+    call run in the interpreter and checked. On CPU tensors here, in a process without TRITON_INTERPRET, several calls
+    in a row (the interpreter adds globals to triton.language's namespaces on its first call; undoing that broke every
+    later call), with triton.language's jit functions (tl.max, tl.sum) inside."""
     import os
     import subprocess
     import sys
@@ -119,9 +119,9 @@ def test_compiled_kernels_are_checked_through_the_interpreter_call_after_call():
     script = f"""
 import importlib.util, sys, torch
 sys.path.insert(0, {str(ROOT)!r})
-from grader.bounds import BoundsAudit
+from grader.worker.address_check import BoundsAudit
 from grader.judge import describe_bounds as describe
-from grader.interpreter import interpreted
+from grader.worker.interpreter import interpreted
 from triton.runtime.jit import JITFunction
 path = {str(ROOT / "tasks" / "puzzle08_long_softmax" / "wrong" / "unmasked_tail.py")!r}
 spec = importlib.util.spec_from_file_location("m", path); m = importlib.util.module_from_spec(spec)
@@ -192,7 +192,7 @@ def test_tensor_descriptor_loads_run_under_the_address_check(tmp_path):
     script = f"""
 import sys, torch, triton, triton.language as tl
 sys.path.insert(0, {str(ROOT)!r})
-from grader.bounds import BoundsAudit; from grader.judge import describe_bounds as describe
+from grader.worker.address_check import BoundsAudit; from grader.judge import describe_bounds as describe
 audit = BoundsAudit(__file__); audit.install()
 
 @triton.jit

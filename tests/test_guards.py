@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from grader import guards, judge
+from grader import judge
+from grader.protocol import guards
 
 
 def test_poison_is_a_distinctive_nan_and_int_minimum():
@@ -98,7 +99,7 @@ def test_region_mask_dense_strided_and_scalar():
 def test_a_zero_dim_buffer_has_a_digest_and_a_guard_record():
     """A 0-dim output allocated by the wrapper (torch.empty(()), task 10's absmax) is guarded like any other:
     viewing its 2-byte element as bytes once crashed the worker, and every case with it."""
-    from grader import guards
+    from grader.protocol import guards
 
     buf, view, offset = guards.guarded_like(torch.empty((), dtype=torch.float16))
     view.fill_(1.5)

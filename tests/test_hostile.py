@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from grader.config import ROOT, load_config
-from grader.grading import Job, grade_jobs
+from grader.pipeline.grading import Job, grade_jobs
 
 SOLUTION = (ROOT / "tasks" / "10_quantize_global_int8" / "solution.py").read_text()
 
@@ -36,8 +36,8 @@ def _by_name(result):
 
 @pytest.mark.parametrize("fork_server", [True, False], ids=["forked", "fresh-python"])
 def test_hang_and_crash_fail_only_themselves(tmp_path, small_task, cfg, fork_server):
-    # The address check (grader/bounds.py) would stop the wild store below before it lands: off here, so that
-    # the worker really dies (test_a_wild_store_is_reported_not_a_crash has it on).
+    # The address check (grader/worker/address_check.py) would stop the wild store below before it lands: off here, so
+    # that the worker really dies (test_a_wild_store_is_reported_not_a_crash has it on).
     cfg = dataclasses.replace(cfg, fork_server=fork_server, bounds=False)
     hang = SOLUTION.replace("    n_elements = x.numel()\n", "    while True:\n        pass\n", 1)
     # A store 1 TiB past the output: the interpreter writes through a wild pointer and the worker dies.

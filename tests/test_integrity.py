@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import sandbox, torch_ops
 from grader.config import ROOT, SandboxConfig, load_config
-from grader.grading import Job, grade_jobs
+from grader.pipeline.grading import Job, grade_jobs
+from grader.protocol import torch_ops
+from grader.worker import sandbox
 
 TASK10 = ROOT / "tasks" / "10_quantize_global_int8"
 WRONG = TASK10 / "wrong"
@@ -244,7 +245,7 @@ def _left_behind() -> list[int]:
 def test_the_cheats_that_the_static_policy_refuses_are_stopped_behind_it(small10, cfg, device, tmp_path):
     """thread_launder.py: the op audit follows the thread. A child in a session of its own: the PID namespace
     ends it with the worker (with the sandbox off, it outlives the grading, which is what it would do). On the
-    CPU only: the PID namespace is off on CUDA (grader/sandbox.py PID_NAMESPACE_CUDA)."""
+    CPU only: the PID namespace is off on CUDA (grader/worker/sandbox.py PID_NAMESPACE_CUDA)."""
     orphan = tmp_path / "orphan.py"
     orphan.write_text(ORPHAN)
     thread, escaped = _grade([Job(small10, WRONG / "thread_launder.py", "t"), Job(small10, orphan, "o")], cfg,
@@ -291,7 +292,7 @@ def test_a_buffer_filled_from_input_data_holds_input_data(monkeypatch):
     """The op audit follows input data through fills: `.item()` of a scratch tensor filled from an input element
     is not "scalar" work (wrong/fill_item_launder.py read every input value out that way, 2/2 on the CPU). Without
     fills among the followed operations, the same record says scalar."""
-    from grader import audit as audit_module
+    from grader.worker import op_audit as audit_module
 
     def reads(audit):
         x = torch.randn(5)

@@ -1,4 +1,4 @@
-"""Triton's interpreter as the grader patches it (grader/interpreter.py), in a subprocess: TRITON_INTERPRET is
+"""Triton's interpreter as the grader patches it (grader/worker/interpreter.py), in a subprocess: TRITON_INTERPRET is
 read when a kernel is decorated."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NESTED = r'''
 import torch, triton, triton.language as tl
 from triton.runtime import interpreter
-from grader.interpreter import patch_interpreter_nested_calls
+from grader.worker.interpreter import patch_interpreter_nested_calls
 
 @triton.jit
 def _scaled(x, s):
@@ -67,7 +67,7 @@ def test_the_language_is_patched_once_per_launch_not_per_nested_call():
 
 MINMAX = r'''
 import torch, triton, triton.language as tl
-from grader.interpreter import patch_interpreter_minmax
+from grader.worker.interpreter import patch_interpreter_minmax
 patch_interpreter_minmax()
 
 @triton.jit
@@ -89,7 +89,7 @@ print("ok")
 
 SHADOWED = r'''
 import torch, triton, triton.language as tl
-from grader.interpreter import patch_interpreter_minmax
+from grader.worker.interpreter import patch_interpreter_minmax
 patch_interpreter_minmax()
 
 @triton.jit

@@ -6,8 +6,8 @@ from conftest import write_stream
 
 from grader import judge
 from grader.config import OutputSpec
+from grader.isolation.runner import WorkerRun
 from grader.protocol import HEADER, MAGIC, Kind
-from grader.runner import WorkerRun
 
 ROUNDED = OutputSpec(name="q", dtype="int8", compare="rounded", window=1e-3)
 
@@ -144,7 +144,7 @@ def test_the_load_report_comes_from_a_shard_that_saw_no_hidden_input(tmp_path):
 
 
 def test_shards_keep_specializations_together_and_follow_their_count():
-    from grader.grading import plan_shards
+    from grader.pipeline.grading import plan_shards
 
     def case(n, m, flag):
         return judge.CaseData(f"c{n}x{m}", [torch.zeros(n, m)], {"flag": flag}, ())
@@ -159,7 +159,7 @@ def test_shards_keep_specializations_together_and_follow_their_count():
 
 
 def test_outputs_shared_by_runs_are_sent_once_and_judged_once():
-    from grader import worker
+    from grader.worker import main as worker
 
     same = torch.arange(6, dtype=torch.int8).reshape(2, 3)
     runs = [{"outputs": [{"kind": "tensor", "tensor": same.clone()}]},

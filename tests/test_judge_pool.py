@@ -3,7 +3,7 @@
 import dataclasses
 
 from grader.config import load_config
-from grader.grading import Job, grade_jobs
+from grader.pipeline.grading import Job, grade_jobs
 
 
 def test_judge_processes_give_the_same_verdicts(task10):

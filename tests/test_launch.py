@@ -7,9 +7,11 @@ import zlib
 import pytest
 import torch
 
-from grader import guards, pictures, report
 from grader.config import ROOT, ConfigError, load_config, load_task
-from grader.grading import Job, grade_jobs
+from grader.judge import pictures
+from grader.pipeline.grading import Job, grade_jobs
+from grader.protocol import guards
+from grader.results import report
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,13 @@ import pytest
 import torch
 from conftest import write_stream
 
-from grader import judge, speed
+from grader import judge
 from grader.config import ROOT, ConfigError, PerfTest, load_config, load_task
-from grader.grading import Job, grade_jobs
+from grader.course.selftest import expectation
+from grader.isolation.runner import WorkerRun
+from grader.judge import speed
+from grader.pipeline.grading import Job, grade_jobs
 from grader.protocol import Kind
-from grader.runner import WorkerRun
-from grader.selftest import expectation
 
 TASK23 = ROOT / "tasks" / "23_lowbit_dw_fused"
 TASK22 = ROOT / "tasks" / "22_lowbit_relu_mask"
@@ -146,7 +147,7 @@ def test_marker_spans_run_from_a_calls_first_activity_to_its_last():
     """A GPU-only trace: each call is [input copies][flush][marker][its activities...][marker]. An activity that
     starts inside a call and ends late (a side stream it did not wait for) is still its work; copies and flushes
     count for nobody; a call with no activity is left out (the caller fails it)."""
-    from grader import timing
+    from grader.worker import timing
 
     m, flush, copy = timing.MARKER, "vectorized_elementwise_kernel<FillFunctor<signed char>>", "Memcpy DtoD"
     activity = [(0.0, 5.0, flush), (6.0, 7.0, m), (10.0, 20.0, "k1"), (15.0, 60.0, "side"), (55.0, 80.0, "k2"),
@@ -281,7 +282,7 @@ _COMPILE_IN_SANDBOX = """
 import importlib.util, sys
 from pathlib import Path
 import torch
-from grader import sandbox, timing
+from grader.worker import sandbox, timing
 from grader.config import ROOT
 path = ROOT / "tasks" / "10_quantize_global_int8" / "baseline.py"
 if sys.argv[1] == "memory":
@@ -330,8 +331,8 @@ def test_a_staff_timing_run_is_kept_and_reused_only_while_its_files_are_the_same
     """grading.staff_timing: the first grading run times the reference and keeps its record (outside the shared
     Triton cache, which workers may read); the next one reuses it without starting a worker; a changed solution
     (or a run that failed, or timed without the GPU alone) is timed again."""
-    from grader import grading
-    from grader.runner import JobSpec
+    from grader.isolation.runner import JobSpec
+    from grader.pipeline import grading
 
     monkeypatch.setenv("GRADER_STAFF_TIMING", str(tmp_path / "kept"))
     perf = [grading.PerfItem(index=0, test="speed", case=0, baseline="tasks/x/baseline.py", warmup=1, reps=2,

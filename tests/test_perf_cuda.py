@@ -4,8 +4,8 @@ work left on a side stream is counted, and a call that does no GPU work fails cl
 import pytest
 import torch
 
-from grader import timing as worker
-from grader.speed import median
+from grader.judge.speed import median
+from grader.worker import timing as worker
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 

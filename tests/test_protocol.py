@@ -1,4 +1,4 @@
-"""The worker/judge contract (grader/protocol.py) and the runner's side of it: a typed job, a run folder that is
+"""The worker/judge contract (grader/protocol) and the runner's side of it: a typed job, a run folder that is
 always new, the record stream's bounds, a worker that dies before its first case, a judging failure that stays
 its job's, and grading trees left by killed runs."""
 
@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import grading, protocol
+from grader import protocol
 from grader.config import ROOT, SandboxConfig, load_config
-from grader.grading import Job, grade_jobs
+from grader.pipeline import grading
+from grader.pipeline.grading import Job, grade_jobs
 
 SOLUTION = (ROOT / "tasks" / "10_quantize_global_int8" / "solution.py").read_text()
 
@@ -152,8 +153,8 @@ def test_the_shared_triton_cache_gets_launchers_and_never_a_kernel(tmp_path, mon
     """A trusted warm-up run of the reference compiles into a cache of its own; only entries of compiled C modules
     (Triton's launchers, its driver module) are copied to the cache every worker may read. Entries of an earlier
     grader that hold a kernel are pruned."""
-    from grader import tritoncache
-    from grader.runner import JobSpec, cache_env
+    from grader.isolation.runner import JobSpec, cache_env
+    from grader.worker import tritoncache
 
     monkeypatch.setenv(tritoncache.SHARED_ENV, str(tmp_path / "shared"))
     private = tmp_path / "private"
@@ -205,7 +206,7 @@ def test_printing_never_decides_a_verdict(cfg, small10, tmp_path, monkeypatch):
     (here 48 MiB, with the log cut back past 1 MiB, and 24 MB printed a call, three calls a case; before, each
     print past the limit raised 'File too large'). The margin is the runner's: it looks every 20 ms here, and a
     look may come late on a busy machine (with an 8 MiB limit and 12 MB a call, CI once saw a case fail)."""
-    from grader import runner
+    from grader.isolation import runner
 
     monkeypatch.setattr(runner, "LOG_CAP", 1 << 20)
     monkeypatch.setattr(runner, "POLL_S", 0.02)
@@ -239,15 +240,15 @@ def test_the_layer_contracts_hold_and_can_fail(tmp_path):
                           text=True, timeout=300)
     assert kept.returncode == 0, kept.stdout[-2000:]
     shutil.copytree(root / "grader", tmp_path / "grader", ignore=shutil.ignore_patterns("__pycache__"))
-    judge = tmp_path / "grader" / "judge.py"
-    judge.write_text(judge.read_text() + "\nfrom grader.runner import run_shard  # noqa\n"
-                     "from grader import bounds  # noqa\n")
+    judge = tmp_path / "grader" / "judge" / "__init__.py"
+    judge.write_text(judge.read_text() + "\nfrom grader.isolation.runner import run_shard  # noqa\n"
+                     "from grader.worker import address_check  # noqa\n")
     broken = subprocess.run([str(lint), "--config", str(root / "pyproject.toml"), "--no-cache"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(tmp_path),
                                                                               "PATH": "/usr/bin:/bin"})
-    assert broken.returncode != 0 and "grader.judge is not allowed to import grader.runner" in broken.stdout, \
-        broken.stdout[-2000:] + broken.stderr[-2000:]
-    assert "grader.judge is not allowed to import grader.bounds" in broken.stdout, broken.stdout[-2000:]
+    assert broken.returncode != 0, broken.stdout[-2000:] + broken.stderr[-2000:]
+    assert "grader.judge -> grader.isolation.runner" in broken.stdout, broken.stdout[-2000:]
+    assert "grader.judge is not allowed to import grader.worker.address_check" in broken.stdout, broken.stdout[-2000:]
 
 
 def test_the_submission_is_read_once(cfg, small10, tmp_path):

@@ -4,7 +4,7 @@
 import pytest
 
 from grader.config import load_config
-from grader.grading import Job, grade_jobs
+from grader.pipeline.grading import Job, grade_jobs
 
 ray = pytest.importorskip("ray", reason="the Ray backend needs ray (make test installs it)")
 

@@ -10,7 +10,7 @@ from grader.config import ROOT
 
 SCRIPT = r"""
 import importlib.util, torch, triton
-from grader.interpreter import patch_interpreter_libdevice
+from grader.worker.interpreter import patch_interpreter_libdevice
 patch_interpreter_libdevice()  # rint, which the stock interpreter lacks
 def load(folder, name):
     spec = importlib.util.spec_from_file_location(name, f"tasks/{folder}/solution.py")

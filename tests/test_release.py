@@ -16,9 +16,11 @@ import jsonschema
 import pytest
 import yaml
 
-from grader import gradescope, grading, report
 from grader.config import ROOT, ConfigError, discover_tasks, load_config
-from grader.release import leaks, write_tree
+from grader.course import gradescope
+from grader.course.release import leaks, write_tree
+from grader.pipeline import grading
+from grader.results import report
 
 TASKS, _ = discover_tasks()
 CFG = load_config(ROOT / "config.yaml", TASKS)

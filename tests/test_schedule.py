@@ -1,4 +1,4 @@
-"""The grading pool (grader/schedule.py) and the GPU gate (grader/protocol.py GpuGate)."""
+"""The grading pool (grader/isolation/schedule.py) and the GPU gate (grader/protocol GpuGate)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from grader.isolation.schedule import Scheduler
 from grader.protocol import GpuGate, GradingTree
-from grader.schedule import Scheduler
 
 
 def test_priorities_prerequisites_and_limits():
@@ -187,12 +187,12 @@ def test_an_idle_share_is_kept_while_its_gpu_work_runs(tmp_path):
 def test_a_speed_test_whose_case_never_ran_is_not_timed(tmp_path):
     """A timing worker starts only for speed tests whose case may pass: once the shard holding a speed test's case
     is done without a record of it (the worker hung or crashed there), that test is left out, and with none left
-    no worker starts (grader/speed.py fails it as "not timed: case ... fails" either way)."""
+    no worker starts (grader/judge/speed.py fails it as "not timed: case ... fails" either way)."""
     from pathlib import Path
 
-    from grader.grading import _timed_run
+    from grader.isolation.runner import JobSpec, WorkerRun
+    from grader.pipeline.grading import _timed_run
     from grader.protocol import Kind, PerfItem, RecordWriter
-    from grader.runner import JobSpec, WorkerRun
 
     records = tmp_path / "records.bin"
     fd = os.open(records, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -222,7 +222,7 @@ def test_progress_is_a_bar_at_a_terminal_and_lines_elsewhere():
     """grading.Progress: tqdm's bar with the time left where stderr is a terminal, a line per job elsewhere."""
     import io
 
-    from grader.grading import Progress
+    from grader.pipeline.grading import Progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

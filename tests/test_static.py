@@ -1,4 +1,4 @@
-from grader.static import check_source
+from grader.gates.static import check_source
 
 GOOD = '''
 import torch
@@ -79,7 +79,7 @@ def test_messages_carry_the_file_name(task10):
     assert report.imports[0] == "mine.py:1: import numpy is not allowed"
 
 
-# The policy of the imports gate (grader/static.py's tables): each refusal names the file, the line, what was used
+# The policy of the imports gate (grader/gates/static.py's tables): each refusal names the file, the line, what was used
 # and why. `_policy` checks GOOD followed by some lines, numbered from 1 as `at(n)`.
 _FIRST = GOOD.count("\n")
 

@@ -10,7 +10,7 @@ import pytest
 triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
 
-from grader import worker  # noqa: E402
+from grader.worker import main as worker  # noqa: E402
 
 
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") == "1", reason="the interpreter does not specialize")
@@ -34,7 +34,7 @@ def test_unspecialize_reaches_plain_and_autotuned_kernels():
 
 
 def test_cuda_case_workers_get_one_work_queue_and_timing_workers_keep_the_default(monkeypatch):
-    from grader.runner import JobSpec, spec_env
+    from grader.isolation.runner import JobSpec, spec_env
 
     monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
     spec = JobSpec(Path("s.py"), "f", [], "cuda", {0: Path("in.pt")}, 10.0)
@@ -47,12 +47,12 @@ def test_cuda_case_workers_get_one_work_queue_and_timing_workers_keep_the_defaul
 
 def test_the_fork_servers_cuda_preload_starts_no_thread_and_no_cuda():
     """The fork server imports Dynamo and Inductor's config before it forks the first timing worker, and forks CUDA
-    workers after that (grader/forkserver.py): safe only while those imports start no thread and no CUDA context,
-    which a fork would not carry over."""
+    workers after that (grader/isolation/forkserver.py): safe only while those imports start no thread and no CUDA
+    context, which a fork would not carry over."""
     import subprocess
     import sys
 
-    from grader.forkserver import PRELOAD, PRELOAD_COMPILE
+    from grader.isolation.forkserver import PRELOAD, PRELOAD_COMPILE
 
     code = ("import importlib, threading, torch\n"
             f"for name in {PRELOAD + PRELOAD_COMPILE!r}: importlib.import_module(name)\n"
@@ -62,3 +62,14 @@ def test_the_fork_servers_cuda_preload_starts_no_thread_and_no_cuda():
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["1", "False"], done.stdout
+
+
+def test_every_module_the_fork_server_preloads_exists():
+    """The fork server imports PRELOAD before it forks, and passes over a name that fails (a child reports its own
+    import error): a name left behind by a move would cost every worker its import time, silently."""
+    import importlib
+
+    from grader.isolation import forkserver
+
+    for name in forkserver.PRELOAD + forkserver.PRELOAD_COMPILE:
+        importlib.import_module(name)

@@ -1,4 +1,4 @@
-"""The write check (grader/writes.py): what a call returns must be what its kernels wrote.
+"""The write check (grader/worker/write_check.py): what a call returns must be what its kernels wrote.
 
 Unit tests on guarded buffers, with the launches played by hand (a "kernel" here is a Python function that writes
 the buffer between `before` and `launched`); tests/test_integrity.py grades the known cheats with it."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import torch
 
-from grader import guards
 from grader.judge import write_problems
-from grader.writes import WriteWatch
+from grader.protocol import guards
+from grader.worker.write_check import WriteWatch
 
 
 def _watch(*inputs: torch.Tensor) -> tuple[WriteWatch, list]:

@@ -1,6 +1,6 @@
 """Right for task 10, in another style: a launcher class (`__init__`, `__call__`), helper functions for the
 configs and the input checks, and the absmax taken with torch (this task's wrapper may). The static policy's
-allowlists (grader/static.py) must not refuse honest code written this way."""
+allowlists (grader/gates/static.py) must not refuse honest code written this way."""
 
 import torch
 import triton

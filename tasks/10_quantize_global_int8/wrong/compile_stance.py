@@ -3,7 +3,7 @@
 torch.compiler.set_stance("force_eager") at import makes torch.compile's baseline, which the grader times in this
 process, run as eager torch: a speedup of several times against it, for an ordinary kernel. The staff's timing
 run of the reference, in a process no submission touched, shows how fast the baseline really is; the speed test
-fails when the baseline ran much slower beside the submission (grader/speed.py STAFF_SLACK). The static policy
+fails when the baseline ran much slower beside the submission (grader/judge/speed.py STAFF_SLACK). The static policy
 stops it first (torch.compiler is refused); tests/test_integrity.py grades it with that layer off on CUDA."""
 
 import torch

@@ -1,7 +1,7 @@
 """Another right answer to task 11, written the way a larger code base would: the autotune configs come from a
 function, the kernel calls two @triton.jit helpers, and the wrapper keeps the row layout in a small class of its
 own and allocates the outputs in a helper function. It proves that the static policy's allowlists (modules,
-attributes: grader/static.py) and the write check (grader/writes.py) refuse none of these styles: the class's
+attributes: grader/gates/static.py) and the write check (grader/worker/write_check.py) refuse none of these styles: the class's
 attributes are the file's own, the buffers are allocated in the file, and the kernel writes every value.
 """
 

@@ -5,7 +5,7 @@ warning); a public solution writes its running maximum this way (zzhbrr/Triton-P
 grading public solutions for the fair-verdicts issue). Triton's interpreter used to run it as Python's max, which
 returns one of the two whole tensors (here always `best`, which then never leaves its start: NaN everywhere),
 so the same file passed on a GPU and failed on the CPU; the grader's interpreter now reads it as the compiler
-does (grader/interpreter.py patch_interpreter_minmax). The public file's order, `max(best, ...)`, happened to
+does (grader/worker/interpreter.py patch_interpreter_minmax). The public file's order, `max(best, ...)`, happened to
 survive: Python's max then always picks the chunk's own maximum, and an online softmax tolerates any consistent
 shift while no exp overflows."""
 

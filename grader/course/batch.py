@@ -1,0 +1,409 @@
+"""Grading a class: `python -m grader batch submissions/ --homework hw4_int8`.
+
+For every `submissions/<student>/<task_id>.py` of the homework:
+* resume: a file whose sha256 was already graded by this grader version is not graded again (`--force` does);
+* attempts: a new file past the homework's `max_attempts` for that task is not graded, and the student is told;
+* deadline: the submission time is the file's modification time, or the `--manifest` CSV's
+  (`student,task,submitted_at` with an ISO 8601 time and offset); late work is scored by the late policy;
+* the ledger (results/ledger.sqlite) records every graded attempt; the gradebook counts the best or the last one;
+* durable: each job's JSON files and then its ledger row are written as soon as it is judged, each file replaced
+  whole, so a batch killed at any point (Ctrl-C, SIGKILL, a lost machine) keeps every job it judged, and its rerun
+  grades only the rest (resume) and ends with the gradebook an uninterrupted run writes.
+
+Outputs: results/<student>/<task>.json (and .staff.json), as each job is judged; at the end, from the ledger,
+results/gradebook.csv (one row per student, a column per task, total, late flag; sorted by student),
+results/<student>/results.json (Gradescope's format) and results/summary.md (score histogram, per-test pass rates).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import datetime as dt
+import hashlib
+import io
+import json
+import math
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import grader
+from grader.config import ROOT, CourseConfig, Homework, TaskSpec
+from grader.course import gradescope
+from grader.course.ledger import Attempt, Ledger
+from grader.pipeline.grading import Job, TaskResult, grade_jobs
+from grader.results import report
+from grader.results.status import Outcome
+
+
+def grader_version() -> str:
+    """The package version plus a digest of everything that decides a verdict (grader, tasks, oracles)."""
+    h = hashlib.sha256()
+    for folder in ("grader", "tasks", "reference"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".yaml"):
+                h.update(str(path.relative_to(ROOT)).encode())
+                h.update(path.read_bytes())
+    return f"{grader.__version__}+{h.hexdigest()[:12]}"
+
+
+def late_days(submitted: dt.datetime, deadline: dt.datetime | None) -> int:
+    """Started days after the deadline (0 when on time)."""
+    if deadline is None or submitted <= deadline:
+        return 0
+    return math.ceil((submitted - deadline).total_seconds() / 86400)
+
+
+def late_factor(days: int, hw: Homework) -> float:
+    """The share of the points a submission `days` late keeps."""
+    if days == 0:
+        return 1.0
+    if days > hw.late_max_days:
+        return 0.0
+    return max(0.0, 1.0 - hw.late_penalty_per_day * days)
+
+
+def counted(attempts: list[Attempt], rule: str) -> Attempt | None:
+    if not attempts:
+        return None
+    return attempts[-1] if rule == "last" else max(attempts, key=lambda a: (a.score, a.id))
+
+
+def read_manifest(path: Path | None) -> dict[tuple[str, str], dt.datetime]:
+    if path is None:
+        return {}
+    times = {}
+    with path.open(newline="") as f:
+        for n, row in enumerate(csv.DictReader(f), start=2):
+            try:
+                t = dt.datetime.fromisoformat(row["submitted_at"])
+            except (KeyError, ValueError):
+                raise SystemExit(f"{path}:{n}: submitted_at must be an ISO 8601 time with an offset, "
+                                 f"got {row.get('submitted_at')!r}") from None
+            if t.tzinfo is None:
+                raise SystemExit(f"{path}:{n}: submitted_at needs a UTC offset, e.g. +03:00")
+            times[(row["student"], row["task"])] = t
+    return times
+
+
+@dataclass
+class Planned:
+    student: str
+    task: TaskSpec
+    path: Path
+    sha256: str
+    submitted_at: dt.datetime
+    source: bytes = b""
+    """The bytes the sha256 is of: the ones graded (grading.Job.source)."""
+
+
+GradeFn = Callable[..., list[TaskResult]]
+
+
+def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, out: Path,
+              workers: int = 0, force: bool = False, manifest: Path | None = None,
+              grade: GradeFn = grade_jobs, show: Callable[[str], None] = print,
+              verbose: bool = False) -> dict[str, dict]:
+    """Grade what is new, record it, and rewrite the gradebook. Returns the gradebook rows by student. Each job
+    is shown in one line (`verbose`: the full per-test report). A results folder holds one class: a batch of
+    another submissions folder into it raises OtherClass (two sections would share attempt counts)."""
+    claim_results_folder(out, root)
+    version = grader_version()
+    times = read_manifest(manifest)
+    ledger = Ledger(out / "ledger.sqlite")
+    students = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    planned: list[Planned] = []
+    refused: dict[str, dict[str, dict]] = {student: {} for student in students}
+    for student in students:
+        for task_id in hw.tasks:
+            path = root / student / f"{task_id}.py"
+            if task_id not in tasks or not path.is_file():
+                continue
+            source = path.read_bytes()
+            sha = hashlib.sha256(source).hexdigest()
+            previous = ledger.attempts(hw.id, student, task_id)
+            if not force and any(a.sha256 == sha and a.grader_version == version for a in previous):
+                continue  # resume: graded before, by this grader
+            if hw.max_attempts and sha not in {a.sha256 for a in previous} \
+                    and len({a.sha256 for a in previous}) >= hw.max_attempts:
+                why = (f"your latest {task_id}.py was not graded: the limit of {hw.max_attempts} graded attempts "
+                       "is reached; your points are those of the attempt already counted")
+                refused[student][task_id] = {"sha256": sha, "why": why}
+                show(f"{student}/{task_id}: not graded: the limit of {hw.max_attempts} attempts is reached")
+                continue
+            mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
+            planned.append(Planned(student, tasks[task_id], path, sha, times.get((student, task_id), mtime), source))
+
+    warning = mtime_lateness_warning(planned, hw, bool(manifest))
+    if warning:
+        show(warning)
+        print(warning, file=sys.stderr)
+
+    # Durable: each job is recorded the moment it is judged (its student and staff JSON in place, then its ledger
+    # row), so a batch killed at any point keeps what it graded and the rerun grades only the rest.
+    by_key = {(p.student, p.task.id): p for p in planned}
+    by_path = {str(p.path): p for p in planned}
+    recorded: set[tuple[str, str]] = set()
+    lock = threading.Lock()  # on_result may come from more than one thread
+
+    def record(r: TaskResult) -> str:
+        p = by_key.get((r.student, r.task)) or by_path.get(r.submission)
+        if p is None:
+            raise KeyError(f"a result for {r.student}/{r.task} ({r.submission}) that this batch did not plan")
+        with lock:
+            if (p.student, p.task.id) in recorded:
+                return ""
+            report.save_pictures(r, out / p.student)
+            late = record_result(ledger, out, hw, version, p, r)
+            recorded.add((p.student, p.task.id))
+            return late
+
+    def on_result(r: TaskResult) -> None:
+        late = record(r)
+        if verbose:
+            show(report.summary(r) + (f"\n{late}" if late else "") + "\n")
+        else:
+            show(report.one_line(r) + (f"\n{late}" if late else ""))
+
+    results = grade([Job(p.task, p.path, p.student, p.source) for p in planned], cfg, device, workers,
+                    on_result=on_result) if planned else []
+    for r in results:  # a grade function that did not call on_result for a job: recorded now
+        record(r)
+
+    rows = gradebook(ledger, hw, students)
+    ledger.close()
+    for student in students:  # what was refused this time, for the student's results.json (gone once it is not)
+        path = out / student / REFUSED
+        if refused[student]:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, json.dumps(refused[student], indent=2) + "\n")
+        elif path.is_file():
+            path.unlink()
+        write_gradescope(out, student, hw)
+    write_gradebook(rows, hw, out / "gradebook.csv")
+    write_summary(rows, hw, out, out / "summary.md")
+    show(f"graded {len(recorded)} new submission(s); gradebook: {out / 'gradebook.csv'}")
+    return rows
+
+
+CLASS_FILE = "class.json"
+
+
+class OtherClass(ValueError):
+    """The results folder belongs to the class of another submissions folder."""
+
+
+def claim_results_folder(out: Path, root: Path) -> None:
+    """Record which submissions folder `out` grades (results/class.json), or refuse another one."""
+    path = out / CLASS_FILE
+    here = str(root.resolve())
+    if path.is_file():
+        theirs = json.loads(path.read_text()).get("submissions")
+        if theirs != here:
+            raise OtherClass(f"{out} holds the records of the class in {theirs}, not of {here}: give each class (or "
+                             "section) its own results folder with --out, or they share one ledger and its "
+                             "attempt counts")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps({"submissions": here}, indent=2) + "\n")
+
+
+def mtime_lateness_warning(planned: list[Planned], hw: Homework, have_manifest: bool) -> str:
+    """A warning when, with no manifest, at least half of the files (and 3 or more) are late by their modification
+    times: a class copied or unzipped after the deadline would be graded all late, 0 points past max_days."""
+    if have_manifest or hw.deadline is None or not planned:
+        return ""
+    late = [p for p in planned if late_days(p.submitted_at, hw.deadline)]
+    if len(late) < 3 or 2 * len(late) < len(planned):
+        return ""
+    return (f"warning: {len(late)} of {len(planned)} files are past the deadline by their modification times (no "
+            f"--manifest): if the class was copied or unzipped after {hw.deadline.isoformat()}, every one of them "
+            "is graded late. Pass --manifest with each file's submission time (student,task,submitted_at: a "
+            "Gradescope or LMS export; README: TAs)")
+
+
+def record_result(ledger: Ledger, out: Path, hw: Homework, version: str, p: Planned, r: TaskResult) -> str:
+    """Write one graded job's student and staff JSON, then its ledger row: a batch that finds the row finds the
+    files too (each file is replaced whole, so a kill leaves the old one or the new one, never a part)."""
+    days = late_days(p.submitted_at, hw.deadline)
+    factor = late_factor(days, hw)
+    data = r.student_json()
+    data.update({"homework": hw.id, "submitted_at": p.submitted_at.isoformat(), "late_days": days,
+                 "raw_score": r.score, "score": round(r.score * factor, 6), "grader_version": version})
+    if days:
+        data["late"] = (f"{days} day(s) late: {factor:.0%} of the points kept "
+                        f"(policy: -{hw.late_penalty_per_day:.0%} per day, 0 after {hw.late_max_days})")
+    # Every attempt keeps its own files (attempts/<task>.<sha>.json); <task>.json is the attempt the homework
+    # counts, as the gradebook, results.json and the summary count it (the ledger decides, `publish_counted`).
+    result_path = out / p.student / ATTEMPTS / f"{p.task.id}.{p.sha256[:12]}.json"
+    result_path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(result_path.with_suffix(".staff.json"), json.dumps(r.staff_json(), indent=2) + "\n")
+    write_atomic(result_path, json.dumps(data, indent=2) + "\n")
+    row = dict(homework=hw.id, student=p.student, task=p.task.id, sha256=p.sha256,
+               submitted_at=p.submitted_at.isoformat(), graded_at=r.graded_at, raw_score=r.score,
+               score=data["score"], max_score=r.max_score, late_days=days, grader_version=version,
+               result_path=str(result_path))
+    # The counted copy first, then the ledger row: a batch killed in between regrades this file and publishes
+    # again; one that finds the row finds every file it names.
+    previous = ledger.attempts(hw.id, p.student, p.task.id)
+    publish_counted(previous + [Attempt(id=max([a.id for a in previous], default=0) + 1, **row)], out, hw,
+                    p.student, p.task.id)
+    ledger.record(**row)
+    return (f"  late: {data['late']}: score {data['score']:g} / {r.max_score:g}" if days else "")
+
+
+ATTEMPTS = "attempts"
+REFUSED = "refused.json"
+"""results/<student>/refused.json: the tasks whose current file the batch did not grade, and why."""
+
+
+def publish_counted(attempts: list[Attempt], out: Path, hw: Homework, student: str, task_id: str) -> None:
+    """results/<student>/<task>.json (and .staff.json): a copy of the attempt the homework counts (best or last,
+    among the ledger's `attempts`), which every other view reads: results.json, the summary. The staff file
+    first: whoever finds the student file finds both."""
+    chosen = counted(attempts, hw.counts)
+    if chosen is None:
+        return
+    source = Path(chosen.result_path)
+    target = out / student / f"{task_id}.json"
+    for src, dst in ((source.with_suffix(".staff.json"), target.with_suffix(".staff.json")), (source, target)):
+        if src.is_file() and src.resolve() != dst.resolve():
+            write_atomic(dst, src.read_text())
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` whole: written to a temporary file beside it, flushed to disk, then renamed over
+    it (and the rename flushed too), so neither a killed process nor a lost machine leaves half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:  # as given: the gradebook's CSV has its own line ends
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 otherwise: as write_text would leave it
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def gradebook(ledger: Ledger, hw: Homework, students: list[str]) -> dict[str, dict]:
+    rows = {}
+    for student in students:
+        row: dict = {"student": student}
+        total, late = 0.0, False
+        for task_id in hw.tasks:
+            chosen = counted(ledger.attempts(hw.id, student, task_id), hw.counts)
+            row[task_id] = round(chosen.score, 6) if chosen else ""
+            total += chosen.score if chosen else 0.0
+            late = late or bool(chosen and chosen.late_days)
+        row["total"] = round(total, 6)
+        row["late"] = "yes" if late else "no"
+        rows[student] = row
+    return rows
+
+
+def write_gradescope(out: Path, student: str, hw: Homework) -> None:
+    """results/<student>/results.json in Gradescope's autograder format, from the counted result of each task: the
+    points (late rule applied) from the student JSON, the messages from the staff JSON (Gradescope hides a test
+    by its visibility, where the student JSON has no message for a test that is not public)."""
+    tests = []
+    for task_id in hw.tasks:
+        path = out / student / f"{task_id}.json"
+        if not path.is_file():
+            continue
+        data = json.loads(path.read_text())
+        staff = path.with_suffix(".staff.json")
+        shown = json.loads(staff.read_text())["tests"] if staff.is_file() else data.get("tests", [])
+        factor = data["score"] / data["raw_score"] if data.get("raw_score") else 1.0
+        tests += gradescope.entries_of(task_id, shown, factor)
+        if data.get("late"):
+            tests.append({"name": f"{task_id} / late", "score": 0, "max_score": 0, "output": data["late"],
+                          "visibility": "visible"})
+    refused_path = out / student / REFUSED
+    refused = json.loads(refused_path.read_text()) if refused_path.is_file() else {}
+    for task_id, entry in refused.items():
+        tests.append({"name": f"{task_id} / not graded", "score": 0, "max_score": 0, "output": entry["why"],
+                      "visibility": "visible"})
+    if tests:
+        data = gradescope.results_json(tests)
+        write_atomic(out / student / "results.json", json.dumps(data, indent=2) + "\n")
+
+
+def write_gradebook(rows: dict[str, dict], hw: Homework, path: Path) -> None:
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=["student", *hw.tasks, "total", "late"])
+    writer.writeheader()
+    for student in sorted(rows):
+        writer.writerow(rows[student])
+    write_atomic(path, text.getvalue())
+
+
+def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path) -> None:
+    """Staff summary: score histogram and per-test pass rates over the latest results on disk."""
+    max_total = sum(hw.tasks.values())
+    lines = [f"# {hw.title}", "", f"{len(rows)} student(s); maximum {max_total:g} points.", "", "## Scores", ""]
+    bins = [0] * 10
+    for row in rows.values():
+        bins[min(9, int(10 * row["total"] / max_total)) if max_total else 0] += 1
+    for i, count in enumerate(bins):
+        lines.append(f"    {i * 10:3d}-{(i + 1) * 10:3d}%  {'#' * count} {count}")
+    lines += ["", "## Pass rate per test", "", "| task | test | visibility | passed |", "| --- | --- | --- | --- |"]
+    rates: dict[str, float] = {}
+    for task_id in hw.tasks:
+        tally: dict[str, list[int]] = {}
+        shown: dict[str, str] = {}
+        for student in rows:
+            result = out / student / f"{task_id}.staff.json"  # the tests' own names (the student file's hide some)
+            if not result.is_file():
+                result = result.with_name(f"{task_id}.json")
+            if not result.is_file():
+                continue
+            for t in json.loads(result.read_text()).get("tests", []):
+                if t.get("outcome") == Outcome.NOT_RUN.label:  # not run on this device (a CPU speed test)
+                    continue
+                tally.setdefault(t["name"], [0, 0])
+                shown[t["name"]] = t.get("visibility", "public")
+                tally[t["name"]][0] += t["outcome"] == "passed"
+                tally[t["name"]][1] += 1
+        for name, (ok, n) in tally.items():
+            lines.append(f"| {task_id} | {name} | {shown[name]} | {ok}/{n} |")
+            rates[f"{task_id[:2]} {name}"] = ok / n
+    png = plot(rows, rates, max_total, out / "summary.png")
+    if png:
+        lines[4:4] = [f"![scores and pass rates]({png.name})", ""]
+    write_atomic(path, "\n".join(lines) + "\n")
+
+
+def plot(rows: dict[str, dict], rates: dict[str, float], max_total: float, path: Path) -> Path | None:
+    """The score histogram and the pass rate of every test, as a PNG; None when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 3 + 0.18 * len(rates)),
+                                   gridspec_kw={"height_ratios": [1, max(2, len(rates) / 8)]})
+    ax1.hist([r["total"] for r in rows.values()], bins=10, range=(0, max_total or 1), color="#4477aa")
+    ax1.set(title="Total scores", xlabel="points", ylabel="students")
+    names = list(rates)[::-1]
+    ax2.barh(names, [rates[n] for n in names], color="#66aa55")
+    ax2.set(title="Pass rate per test", xlim=(0, 1))
+    ax2.tick_params(axis="y", labelsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

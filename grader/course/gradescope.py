@@ -1,0 +1,215 @@
+"""Gradescope: the autograder bundle (`python -m grader gradescope`), what runs inside it for each submission
+(`python -m grader gradescope-run`, called by the bundle's `run_autograder`), and results in Gradescope's format
+(also what `batch` writes per student, for courses that grade on their own GPU box and upload).
+
+Gradescope unpacks the bundle into `/autograder/source`, runs `setup.sh` once when the image is built, and for
+each submission runs `run_autograder` with the student's files in `/autograder/submission`; it reads
+`/autograder/results/results.json`. `AUTOGRADER_ROOT` moves `/autograder` (CI runs the bundle in a temp folder).
+Attempts, deadlines and late rules are Gradescope's own settings there.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import tempfile
+import time
+import traceback
+import zipfile
+from pathlib import Path
+
+from grader.config import GRADESCOPE_VISIBILITY, ROOT, ConfigError, Homework, TaskSpec, discover_tasks, load_config
+from grader.course.release import write_tree
+
+TORCH_PIN = "2.13.0"
+"""The CPU build of torch that CI tests with (Gradescope's machines have no GPU)."""
+TRITON_PIN = "3.9.0"
+
+
+VISIBILITY = ["hidden", "after_due_date", "after_published", "visible"]
+RESULTS_SCHEMA = {
+    "$comment": "Gradescope's results.json (its autograder specification), as far as this grader writes it",
+    "type": "object",
+    "required": ["tests"],
+    "properties": {
+        "score": {"type": "number"},
+        "execution_time": {"type": "integer", "minimum": 0},
+        "output": {"type": "string"},
+        "visibility": {"enum": VISIBILITY},
+        "stdout_visibility": {"enum": VISIBILITY},
+        "tests": {"type": "array", "items": {
+            "type": "object",
+            "required": ["name", "score", "max_score", "output", "visibility"],
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "score": {"type": "number", "minimum": 0},
+                "max_score": {"type": "number", "minimum": 0},
+                "status": {"enum": ["passed", "failed"]},
+                "output": {"type": "string"},
+                "visibility": {"enum": VISIBILITY},
+            },
+        }},
+    },
+}
+"""What tests/test_release.py validates every results.json against (with jsonschema)."""
+
+
+def entries_of(task_id: str, tests: list[dict], factor: float = 1.0) -> list[dict]:
+    """Gradescope test entries for one task's tests (student or staff JSON `tests`; the messages are kept, since
+    Gradescope hides a test by its visibility). Tests worth no points (the gates, speed tests not run here) are
+    left out: a gate's failure is repeated by every test it stops."""
+    entries = []
+    for t in tests:
+        if not t["max_points"]:
+            continue
+        entries.append({"name": f"{task_id} / {t['name']}", "score": round(t["points"] * factor, 6),
+                        "max_score": t["max_points"], "status": "passed" if t["outcome"] == "passed" else "failed",
+                        "output": t["message"],
+                        "visibility": GRADESCOPE_VISIBILITY.get(t.get("visibility", "public"), "hidden")})
+    return entries
+
+
+def results_json(tests: list[dict], output: str = "", execution_time: float | None = None) -> dict:
+    data: dict = {"score": round(sum(t["score"] for t in tests), 6), "output": output, "visibility": "visible",
+                  "stdout_visibility": "hidden", "tests": tests}
+    if execution_time is not None:
+        data["execution_time"] = int(round(execution_time))
+    return data
+
+
+# ---------------------------------------------------------------------------------------------- the bundle
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for each submission (as /autograder/run_autograder; the bundle lies in source/).
+# AUTOGRADER_ROOT moves /autograder; PYTHON picks the interpreter (default: the venv setup.sh made).
+set -uo pipefail
+ROOT=${{AUTOGRADER_ROOT:-/autograder}}
+PYTHON=${{PYTHON:-$ROOT/venv/bin/python}}
+mkdir -p "$ROOT/results"
+cd "$ROOT/source"
+exec "$PYTHON" -m grader gradescope-run --homework {hw} --submission "$ROOT/submission" \\
+  --results "$ROOT/results/results.json"
+"""
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder's image (Ubuntu). Its machines have no GPU:
+# the CPU build of torch (pinned, as the grader's CI tests it) and triton, whose interpreter runs the kernels.
+set -euo pipefail
+ROOT=${{AUTOGRADER_ROOT:-/autograder}}
+if ! python3 -m venv --help >/dev/null 2>&1; then
+  apt-get update -q && apt-get install -y -q python3 python3-venv python3-pip
+fi
+python3 -m venv "$ROOT/venv"
+PY="$ROOT/venv/bin/python"
+"$PY" -m pip install -q torch=={torch} --extra-index-url "${{TORCH_INDEX:-https://download.pytorch.org/whl/cpu}}"
+"$PY" -m pip install -q triton=={triton} numpy pytest pytest-json-report pyyaml pydantic
+"$PY" -c "import torch, triton; print('autograder ready: torch', torch.__version__, 'triton', triton.__version__)"
+"""
+
+
+def bundle(hw_id: str, out: Path, config: Path = ROOT / "config.yaml") -> Path:
+    """Write the autograder zip for one homework: setup.sh and run_autograder at its top, beside the grader
+    and the homework's tasks (every case, hidden ones included; no solution, no wrong/ file)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "source"
+        files = write_tree(hw_id, tree, kit=False, config=config)
+        (tree / "setup.sh").write_text(SETUP_SH.format(torch=TORCH_PIN, triton=TRITON_PIN))
+        (tree / "run_autograder").write_text(RUN_AUTOGRADER.format(hw=hw_id))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+            for rel in [Path("setup.sh"), Path("run_autograder"), *files]:
+                info = zipfile.ZipInfo(str(rel), date_time=(2026, 1, 1, 0, 0, 0))
+                executable = rel.name in ("setup.sh", "run_autograder")
+                info.external_attr = (0o100755 if executable else 0o100644) << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                z.writestr(info, (tree / rel).read_bytes())
+    return out
+
+
+# --------------------------------------------------------------------------------- inside Gradescope, per run
+
+
+def find_files(submission: Path, task_ids: list[str]) -> tuple[dict[str, Path], list[str]]:
+    """The file of each task (`<task_id>.py`, at any depth: a zip upload may add folders) and what to tell the
+    student about the rest: duplicates, and files named like no task (with the task they look like)."""
+    files = sorted((p for p in submission.rglob("*.py")
+                    if not any(part.startswith((".", "__")) for part in p.relative_to(submission).parts)),
+                   key=lambda p: (len(p.relative_to(submission).parts), str(p)))
+    found: dict[str, Path] = {}
+    notes: list[str] = []
+    for path in files:
+        rel = path.relative_to(submission)
+        if path.stem in task_ids:
+            if path.stem in found:
+                notes.append(f"{rel}: ignored, {found[path.stem].relative_to(submission)} is graded for {path.stem}")
+            else:
+                found[path.stem] = path
+            continue
+        guess = difflib.get_close_matches(path.stem, task_ids, n=1, cutoff=0.5)
+        hint = f"; did you mean {guess[0]}.py?" if guess else f"; the tasks are {', '.join(task_ids)}"
+        notes.append(f"{rel}: not graded, no task is named {path.stem!r}{hint}")
+    return found, notes
+
+
+def missing_entry(task: TaskSpec, device: str, received: list[str]) -> dict:
+    names = ", ".join(received) if received else "no .py file at all"
+    return {"name": f"{task.id} / file", "score": 0.0, "max_score": task.points_on(device), "status": "failed",
+            "visibility": "visible",
+            "output": f"no file named {task.id}.py in your submission (received: {names}). Each task is one file "
+                      f"named by its task id; resubmit with the file renamed."}
+
+
+def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "config.yaml",
+        device: str | None = None) -> int:
+    """Grade the submission's files for every task of the homework and write Gradescope's results.json. Always
+    writes it: an error of the grader itself gives 0 points with a message (fail closed) and the traceback on
+    stdout, which only staff see, and exits 1, so that the run shows as failed to staff (a broken task.yaml in
+    the bundle used to give every student 0 with exit code 0, and nothing flagged it)."""
+    from grader.pipeline.grading import Job, grade_jobs, resolve_device
+    from grader.results import report
+
+    start = time.monotonic()
+    results.parent.mkdir(parents=True, exist_ok=True)
+    code = 0
+    try:
+        tasks, broken = discover_tasks()
+        cfg = load_config(config, tasks)
+        tasks = cfg.course_tasks(tasks)
+        if hw_id not in cfg.homeworks:
+            raise ConfigError(f"{config}: no homework {hw_id!r}")
+        hw: Homework = cfg.homeworks[hw_id]
+        missing_tasks = [t for t in hw.tasks if t not in tasks]
+        if missing_tasks:
+            raise ConfigError(f"tasks not loadable: {', '.join(f'{t}: {broken.get(t)}' for t in missing_tasks)}")
+        dev = resolve_device(device or cfg.device)
+        found, notes = find_files(submission, list(hw.tasks))
+        jobs = [Job(tasks[t], found[t], "submission") for t in hw.tasks if t in found]
+        graded = {r.task: r for r in grade_jobs(jobs, cfg, dev, 0)} if jobs else {}
+        received = sorted(str(p.relative_to(submission)) for p in submission.rglob("*") if p.is_file())
+        entries, lines = [], []
+        for task_id in hw.tasks:
+            result = graded.get(task_id)
+            if result is None:
+                entries.append(missing_entry(tasks[task_id], dev, received))
+                lines.append(f"{task_id}: no file {task_id}.py")
+                continue
+            entries += entries_of(task_id, result.staff_json()["tests"])
+            lines.append(f"{task_id}: {result.score:g} / {result.max_score:g}")
+            print(report.summary(result, staff=True), flush=True)
+        where = report.device_label({"device": dev, "gpu": next(iter(graded.values())).environment.get("gpu")}
+                                    if graded else {"device": dev})
+        output = "\n".join([f"{hw.title}: graded on {where}.", *lines, *notes])
+        data = results_json(entries, output, time.monotonic() - start)
+    except Exception as exc:  # noqa: BLE001 - the grader's own failure: fail closed, with a message
+        traceback.print_exc()
+        data = results_json([], f"The autograder itself failed ({type(exc).__name__}); no points were given. "
+                                f"Tell the course staff: they see the details.", time.monotonic() - start)
+        code = 1
+    results.write_text(json.dumps(data, indent=2) + "\n")
+    print(f"results: {results} ({data['score']:g} points)", flush=True)
+    return code
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("AUTOGRADER_ROOT", "/autograder"))

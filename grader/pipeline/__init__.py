@@ -1,0 +1,1 @@
+"""A grading run: oracle, shards, the pool, judging, results (grading.py)."""

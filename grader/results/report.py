@@ -1,0 +1,78 @@
+"""What people read: a summary per graded task on stdout, and the JSON files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from grader.results import TaskResult
+from grader.results.status import Outcome
+
+
+def device_label(env: dict) -> str:
+    if env.get("device") == "cuda":
+        return f"cuda ({env.get('gpu') or 'GPU'})"
+    return "cpu (Triton interpreter, smaller sizes)"
+
+
+def one_line(result: TaskResult) -> str:
+    """A job in one line, for a class's console: who, which task, the score, and the tests that failed."""
+    ok = (Outcome.PASSED.label, Outcome.NOT_RUN.label)
+    failed = [t.name for t in result.tests if t.outcome not in ok and t.visibility == "public"]
+    hidden = sum(1 for t in result.tests if t.outcome not in ok and t.visibility != "public")
+    what = ", ".join(failed[:4]) + (f" and {len(failed) - 4} more" if len(failed) > 4 else "")
+    if hidden:
+        what += (", " if what else "") + f"{hidden} hidden"
+    return (f"{result.student}/{result.task}: {result.score:g} / {result.max_score:g}"
+            + (f"  failed: {what}" if what else ""))
+
+
+def summary(result: TaskResult, staff: bool = False) -> str:
+    env = result.environment
+    lines = [
+        f"{result.task}  {result.submission}",
+        f"  graded on {device_label(env)}, torch {env.get('torch')}, triton {env.get('triton')}",
+    ]
+    for t in result.tests:
+        mark = {"passed": "PASS", "failed": "FAIL", "not_run": "SKIP"}.get(t.outcome, "ERROR")
+        pts = f"{t.points:g}/{t.max_points:g}"
+        first, *rest = (t.message or "").splitlines() or [""]
+        name = t.name if t.visibility == "public" else f"{t.name} [{t.visibility}]"
+        head = f"  {mark:5} {name:30} {pts:>10}" if len(name) <= 30 else f"  {mark:5} {name} {pts}"
+        timed = (t.message or "").startswith("baseline ")  # a speed test shows its times even when it passes
+        lines.append(head if mark == "PASS" and not timed else f"{head}  {first}")
+        if mark not in ("PASS", "SKIP"):
+            lines += [f"{'':50}{r}" for r in rest[:20]]
+        if t.picture:
+            lines.append(f"{'':50}picture: {t.picture}")
+        if staff and t.staff:
+            lines += [f"{'':8}| {r}" for r in t.staff.splitlines()[-30:]]
+    shrunk = env.get("smaller_on_cpu") or {}
+    if shrunk:
+        lines.append("  smaller on the CPU than on CUDA: " + "; ".join(
+            f"{case} ({', '.join(f'{k}={v}' for k, v in params.items())})" for case, params in shrunk.items()))
+    lines.append(f"  score: {result.score:g} / {result.max_score:g}")
+    if result.withheld:
+        lines.append(f"  {result.withheld['message']}")
+    if staff:
+        lines.append(f"  worker: {result.staff.get('worker_exit', 'not started')}, "
+                     f"{result.staff.get('worker_seconds', 0)} s")
+    return "\n".join(lines)
+
+
+def save_pictures(result: TaskResult, folder: Path) -> None:
+    """Write each failing test's picture as `folder/<task>.<test>.png` and name it in the test's result."""
+    for test in result.tests:
+        png = result.pictures.get(test.name)
+        if png:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{result.task}.{test.name}.png"
+            path.write_bytes(png)
+            test.picture = str(path)
+
+
+def write_json(result: TaskResult, path: Path, staff_path: Path | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result.student_json(), indent=2) + "\n")
+    if staff_path is not None:
+        staff_path.write_text(json.dumps(result.staff_json(), indent=2) + "\n")
