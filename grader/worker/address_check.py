@@ -66,6 +66,17 @@ def _within(addrs: np.ndarray, itemsize: int, spans: list[tuple[int, int]]) -> n
     return inside
 
 
+def submission_line(path: str, depth: int = 2) -> int | None:
+    """The line of the innermost frame in the submission's file `path`, from `depth` frames up (the caller's
+    caller: 2), or None when no frame is in it."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        if frame.f_code.co_filename == path:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
 class BoundsAudit:
     """One per worker. `install()` patches the interpreter; `take()` returns (and clears) what was found since."""
 
@@ -91,12 +102,7 @@ class BoundsAudit:
 
     # --- each memory operation ------------------------------------------------------------------------------
     def _line(self) -> int | None:
-        frame = sys._getframe(2)
-        while frame is not None:
-            if frame.f_code.co_filename == self.path:
-                return frame.f_lineno
-            frame = frame.f_back
-        return None
+        return submission_line(self.path, 3)
 
     def check(self, op: str, ptrs, mask) -> np.ndarray | None:
         """Record the lanes of `ptrs` (a TensorHandle of addresses) that are on (`mask`, or all) and outside every
