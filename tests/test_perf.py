@@ -328,14 +328,15 @@ def _tree(path):
 
 
 def test_a_staff_timing_run_is_kept_and_reused_only_while_its_files_are_the_same(task10, tmp_path, monkeypatch):
-    """grading.staff_timing: the first grading run times the reference and keeps its record (outside the shared
+    """staff.staff_timing: the first grading run times the reference and keeps its record (outside the shared
     Triton cache, which workers may read); the next one reuses it without starting a worker; a changed solution
     (or a run that failed, or timed without the GPU alone) is timed again."""
     from grader.isolation.runner import JobSpec
-    from grader.pipeline import grading
+    from grader.pipeline import staff
+    from grader.protocol import PerfItem
 
     monkeypatch.setenv("GRADER_STAFF_TIMING", str(tmp_path / "kept"))
-    perf = [grading.PerfItem(index=0, test="speed", case=0, baseline="tasks/x/baseline.py", warmup=1, reps=2,
+    perf = [PerfItem(index=0, test="speed", case=0, baseline="tasks/x/baseline.py", warmup=1, reps=2,
                              clock="gpu")]
     spec = JobSpec(task10.folder / "solution.py", task10.entry, [], "cuda", {}, 60.0, perf=perf)
     started = []
@@ -349,17 +350,17 @@ def test_a_staff_timing_run_is_kept_and_reused_only_while_its_files_are_the_same
             return [WorkerRun(records=records, returncode=0, timed_out=False, seconds=1.0, log="", run_id="0-0")]
         return run
 
-    first, _ = grading.staff_timing(task10, spec, _tree(tmp_path / "t1"), runner("shared: busy"))
+    first, _ = staff.staff_timing(task10, spec, _tree(tmp_path / "t1"), runner("shared: busy"))
     assert len(started) == 1 and first.is_file()  # timed beside others: not kept
-    first, _ = grading.staff_timing(task10, spec, _tree(tmp_path / "t2"), runner("alone"))
+    first, _ = staff.staff_timing(task10, spec, _tree(tmp_path / "t2"), runner("alone"))
     assert len(started) == 2
-    again, inductor = grading.staff_timing(task10, spec, _tree(tmp_path / "t3"), runner("alone"))
+    again, inductor = staff.staff_timing(task10, spec, _tree(tmp_path / "t3"), runner("alone"))
     assert len(started) == 2 and again.read_bytes() == first.read_bytes() and inductor is None
-    assert str(tmp_path / "kept") in str(grading.staff_cache_dir())
+    assert str(tmp_path / "kept") in str(staff.staff_cache_dir())
     task = dataclasses.replace(task10, folder=tmp_path / "task")
     (tmp_path / "task").mkdir()
     (tmp_path / "task" / "task.yaml").write_text((task10.folder / "task.yaml").read_text())
     (tmp_path / "task" / "solution.py").write_text((task10.folder / "solution.py").read_text() + "\n# changed\n")
-    assert grading.staff_key(task, spec) != grading.staff_key(task10, spec)
-    grading.staff_timing(task, spec, _tree(tmp_path / "t4"), runner("alone"))
+    assert staff.staff_key(task, spec) != staff.staff_key(task10, spec)
+    staff.staff_timing(task, spec, _tree(tmp_path / "t4"), runner("alone"))
     assert len(started) == 3

@@ -118,14 +118,16 @@ def quantize_global(''', 1).replace("    n_elements = x.numel()\n", "    _forge(
 
 
 def test_a_failure_while_judging_fails_that_job_only(cfg, small10, tmp_path, monkeypatch):
-    real = grading.build_result
+    from grader.pipeline import result as pipeline_result
+
+    real = pipeline_result.build_result
 
     def build(job, *args, **kwargs):
         if job.student == "unlucky":
             raise RuntimeError("boom")
         return real(job, *args, **kwargs)
 
-    monkeypatch.setattr(grading, "build_result", build)
+    monkeypatch.setattr(pipeline_result, "build_result", build)
     good = tmp_path / "good.py"
     good.write_text(SOLUTION)
     other = tmp_path / "other.py"  # not the same bytes: identical files are graded once (test_identical_files...)

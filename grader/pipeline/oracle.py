@@ -1,0 +1,83 @@
+"""The oracle stage: each task's inputs and answers for one device, computed once and shared by every job."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import torch
+
+from grader import judge
+from grader.config import ROOT, TaskSpec
+from grader.protocol import (
+    GradingTree,
+)
+
+
+class Prepared:
+    """Each task's inputs and oracle answers for one device, computed once and shared by every job.
+
+    Inputs come first (workers need them: one file per case in the trusted tree, so that a worker is handed only
+    its own cases'); the oracle's answers are computed later, while the workers run.
+    """
+
+    def __init__(self, device: str, tree: GradingTree, save_answers: bool = False, audit: bool = False) -> None:
+        self.device = device
+        self.tree = tree
+        self.save_answers = save_answers
+        """Also write the answers to a file, for judge processes (see `judge_job_apart`)."""
+        self.audit = audit and device == "cuda"
+        """Also write the inputs the CPU grades, for the address check's interpreted calls on CUDA."""
+        self._cases: dict[str, list[judge.CaseData]] = {}
+        self._answered: set[str] = set()
+
+    @staticmethod
+    def _oracle(task: TaskSpec):
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        return importlib.import_module(f"reference.{task.reference}")
+
+    def cases(self, task: TaskSpec) -> list[judge.CaseData]:
+        """The cases with their inputs (written to `case_paths` for the workers); `expected` not yet filled."""
+        if task.id not in self._cases:
+            oracle = self._oracle(task)
+            data = []
+            for i, case in enumerate(task.cases):
+                args, kwargs = oracle.generate_input(**case.params_for(self.device))
+                data.append(judge.CaseData(case.id, list(args), dict(kwargs), ()))
+                # On CUDA, the address check (grader/worker/address_check.py) runs the kernels in the interpreter, on
+                # the inputs the CPU grades: the case's own where it has no `cpu:` sizes, else those.
+                audit = None
+                if self.audit and case.params_for("cpu") != case.params_for("cuda"):
+                    a_args, a_kwargs = oracle.generate_input(**case.params_for("cpu"))
+                    audit = {"args": list(a_args), "kwargs": dict(a_kwargs)}
+                path = self.tree.case_file(task.id, i)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                torch.save({"id": case.id, "args": list(args), "kwargs": dict(kwargs),
+                            **({"audit": audit} if audit else {})}, path)
+            self._cases[task.id] = data
+        return self._cases[task.id]
+
+    def answer(self, task: TaskSpec) -> None:
+        """Fill every case's `expected` with the oracle's answer (once per task)."""
+        if task.id not in self._answered:
+            answer_cases(task, self.cases(task))
+            if self.save_answers:
+                path = self.tree.answers_file(task.id)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                torch.save([list(c.expected) for c in self.cases(task)], path)
+            self._answered.add(task.id)
+
+    def case_paths(self, task: TaskSpec) -> dict[int, Path]:
+        return {i: self.tree.case_file(task.id, i) for i in range(len(task.cases))}
+
+
+def answer_cases(task: TaskSpec, cases: list[judge.CaseData]) -> None:
+    oracle = Prepared._oracle(task)
+    for case in cases:
+        expected = tuple(oracle.ref_kernel(case.args, case.kwargs))
+        if len(expected) != len(task.outputs):
+            raise ValueError(f"reference/{task.reference}.py returned {len(expected)} outputs for case "
+                             f"{case.id}; tasks/{task.id}/task.yaml declares {len(task.outputs)}")
+        case.expected = expected
