@@ -16,10 +16,10 @@ import jsonschema
 import pytest
 import yaml
 
+from grader import results
 from grader.config import ROOT, ConfigError, discover_tasks, load_config
 from grader.course import gradescope
 from grader.course.release import leaks, write_tree
-from grader.pipeline import grading
 from grader.results import report
 
 TASKS, _ = discover_tasks()
@@ -150,10 +150,10 @@ def test_release_refuses_a_bad_homework(tmp_path):
         write_tree("no_such_homework", tmp_path / "k", kit=True)
 
 
-def _result(visibilities: dict[str, str]) -> grading.TaskResult:
-    tests = [grading.TestResult(name, "failed", 0.0, 1.0, f"{name}: 3 of 8 elements differ", "traceback", visibility=v)
+def _result(visibilities: dict[str, str]) -> results.TaskResult:
+    tests = [results.TestResult(name, "failed", 0.0, 1.0, f"{name}: 3 of 8 elements differ", "traceback", visibility=v)
              for name, v in visibilities.items()]
-    return grading.TaskResult(task="10_quantize_global_int8", student="s", submission="s.py", score=0.0, max_score=3.0,
+    return results.TaskResult(task="10_quantize_global_int8", student="s", submission="s.py", score=0.0, max_score=3.0,
                       tests=tests, checks={}, environment={"device": "cpu"}, submission_sha256="",
                       graded_at="2026-11-24T00:00:00+00:00")
 
