@@ -38,7 +38,7 @@ from grader.course import gradescope
 from grader.course.ledger import Attempt, Ledger
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
 from grader.results import report
-from grader.results.status import Outcome
+from grader.results.outcome import Outcome
 
 
 def grader_version() -> str:

@@ -29,7 +29,7 @@ from grader.protocol import (
     worker_stages,
 )
 from grader.results import TaskResult, TestResult
-from grader.results.status import Outcome
+from grader.results.outcome import Outcome
 
 _JUDGE_CASES: dict[tuple, list[judge.CaseData]] = {}
 

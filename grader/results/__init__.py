@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from grader.results.status import Outcome
+from grader.results.outcome import Outcome
 
 
 @dataclass

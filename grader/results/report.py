@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from grader.results import TaskResult
-from grader.results.status import Outcome
+from grader.results.outcome import Outcome
 
 
 def device_label(env: dict) -> str:
