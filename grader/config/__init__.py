@@ -137,6 +137,8 @@ class WrongSpec:
     why: str
     fails: list[str]
     """fnmatch patterns over test names ('!pattern' excludes); the failing tests must be exactly the matches."""
+    diagnosis: str = ""
+    """Text the result's diagnosis line must contain (grader/judge/diagnosis.py), checked by selftest; "" none."""
 
     def expected_failures(self, test_names: list[str]) -> set[str]:
         include = [p for p in self.fails if not p.startswith("!")]
@@ -339,7 +341,8 @@ def load_task(folder: Path) -> TaskSpec:
     for file, spec in (data.get("wrong") or {}).items():
         ww = f"{where}: wrong.{file}"
         fails = _need(spec, "fails", ww, list)
-        wrong[file] = WrongSpec(file=file, why=str(spec.get("why", "")), fails=[str(p) for p in fails])
+        wrong[file] = WrongSpec(file=file, why=str(spec.get("why", "")), fails=[str(p) for p in fails],
+                                diagnosis=str(spec.get("diagnosis") or ""))
 
     launch = None
     if data.get("launch") is not None:

@@ -108,6 +108,7 @@ class OutputFile(_File):
 class WrongFile(_File):
     why: str = ""
     fails: list[str] = Field(description="the tests it must fail (globs, `!name` excepts)")
+    diagnosis: str | None = Field(None, description="text its result's diagnosis line must contain (selftest)")
 
 
 class LaunchFile(_File):

@@ -195,7 +195,8 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
                 lines.append(f"{task_id}: no file {task_id}.py")
                 continue
             entries += entries_of(task_id, result.staff_json()["tests"])
-            lines.append(f"{task_id}: {result.score:g} / {result.max_score:g}")
+            lines.append(f"{task_id}: {result.score:g} / {result.max_score:g}"
+                         + (f" ({result.diagnosis})" if result.diagnosis else ""))
             print(report.summary(result, staff=True), flush=True)
         where = report.device_label({"device": dev, "gpu": next(iter(graded.values())).environment.get("gpu")}
                                     if graded else {"device": dev})

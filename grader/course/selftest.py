@@ -55,6 +55,8 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
             ok = ok and result.score == result.max_score
         if kind == "skeleton":
             ok = ok and result.score == 0
+        declared = task.wrong[name].diagnosis if kind == "wrong" else ""
+        ok = ok and declared in result.diagnosis and (kind == "wrong" or not result.diagnosis)
         label = f"{task.id}/{kind + '/' if kind in ('wrong', 'right') else ''}{name}"
         skipped = f", {len(result.not_run)} not run on {device}" if result.not_run else ""
         print(f"{'ok  ' if ok else 'FAIL'} {label}: {result.score:g}/{result.max_score:g}, "
@@ -62,6 +64,9 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
         for t in result.tests:
             if t.name in {p.id for p in task.perf} and t.outcome != "not_run":
                 print(f"     {t.name}: {t.outcome}: {t.message}", flush=True)
+        if result.diagnosis or declared:
+            print(f"     diagnosis: {result.diagnosis or '(none)'}" + (f" (declared: {declared!r})" if declared
+                                                                         else ""), flush=True)
         if not ok:
             bad.append(label)
             if got - want:

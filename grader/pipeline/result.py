@@ -23,6 +23,7 @@ from grader import judge
 from grader.config import AUTOTUNE_TEST, GATES, TaskSpec
 from grader.gates import static
 from grader.judge import speed
+from grader.judge.diagnosis import diagnose
 from grader.protocol import (
     JobFolders,
     WorkerRun,
@@ -331,7 +332,12 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
                 stages[name] = round(stages.get(name, 0.0) + value, 4)
         staff["stages"] = stages
     pictures = {job.task.cases[i].id: v.picture for i, v in ctx._verdicts.items() if v.picture}
+    outcome = {t.name: t.outcome for t in tests}
+    diagnosis = diagnose([(c.params_for(ctx.device), outcome[c.id] == Outcome.PASSED.label) for c in job.task.cases
+                          if c.visibility == "public" and outcome.get(c.id) in (Outcome.PASSED.label,
+                                                                               Outcome.FAILED.label)])
     return TaskResult(
+        diagnosis=diagnosis or "",
         pictures=pictures,
         task=job.task.id, student=job.student, submission=str(job.submission),
         score=round(sum(t.points for t in tests), 6), max_score=job.task.points_on(ctx.device), tests=tests,

@@ -53,6 +53,9 @@ class TaskResult:
     """PNG per failing test, for tasks with `pictures: true`; report.save_pictures writes them."""
     withheld: dict = field(default_factory=dict)
     """In the student kit: the tests it leaves out ({cases, speed_tests, points, message}); empty elsewhere."""
+    diagnosis: str = ""
+    """One line naming the case parameter that separates the failing public cases from the passing ones
+    (grader/judge/diagnosis.py), or "" when none does."""
 
     def student_json(self) -> dict:
         """What the student may see: no staff detail, and of a test that is not public only its outcome, points

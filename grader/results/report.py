@@ -51,6 +51,8 @@ def summary(result: TaskResult, staff: bool = False) -> str:
     if shrunk:
         lines.append("  smaller on the CPU than on CUDA: " + "; ".join(
             f"{case} ({', '.join(f'{k}={v}' for k, v in params.items())})" for case, params in shrunk.items()))
+    if result.diagnosis:
+        lines.append(f"  diagnosis: {result.diagnosis}")
     lines.append(f"  score: {result.score:g} / {result.max_score:g}")
     if result.withheld:
         lines.append(f"  {result.withheld['message']}")
