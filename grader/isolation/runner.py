@@ -205,7 +205,7 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
     timeout_s = spec.timeout_s
     env = {**spec_env(spec), **cache_env(spec, job.cache)}
     try:
-        server = ForkServer.get(spec.device, env) if spec.fork_server else None
+        server = ForkClient.get(spec.device, env) if spec.fork_server else None
         proc = server.fork({"job": str(job_file), "records": str(records_path), "log": str(log_path),
                             "cwd": job.run_folder, "env": env, "compiles": bool(spec.perf)}) if server else None
         if proc is None:  # no fork server (or it failed): a fresh interpreter
@@ -309,17 +309,17 @@ class _Forked:
         return self.ended.wait(timeout)
 
 
-class ForkServer:
-    """The runner's side of grader/isolation/forkserver.py: one server per device, shared by every thread that runs
-    workers.
+class ForkClient:
+    """The client of the fork server (grader/isolation/forkserver.py, the server side of the same pipe): one server
+    per device, shared by every thread that runs workers.
 
     If the server cannot start or dies, `fork` returns None and the worker is started as a fresh interpreter."""
 
-    _servers: dict[str, ForkServer] = {}
+    _servers: dict[str, ForkClient] = {}
     _lock = threading.Lock()
 
     @classmethod
-    def get(cls, device: str, env: dict) -> ForkServer | None:
+    def get(cls, device: str, env: dict) -> ForkClient | None:
         with cls._lock:
             server = cls._servers.get(device)
             if server is None or not server.alive:

@@ -30,7 +30,7 @@ import torch
 
 from grader.config import CourseConfig, TaskSpec
 from grader.gates import static
-from grader.isolation.runner import ForkServer, JobSpec, run_shard, worker_env
+from grader.isolation.runner import ForkClient, JobSpec, run_shard, worker_env
 from grader.isolation.schedule import Scheduler
 from grader.pipeline.oracle import Prepared
 from grader.pipeline.plan import launch_job, plan_shards, shard_cost
@@ -111,7 +111,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
     cores = max(1, _cpu_count())
     workers = workers or cfg.workers or (cores + cores // 2 if device == "cuda" else cores)
     if cfg.fork_server and backend == "local":  # its imports overlap with the inputs being made below
-        ForkServer.get(device, worker_env(device))
+        ForkClient.get(device, worker_env(device))
     remove_leftovers()
     base = Path(tempfile.mkdtemp(prefix=f"{TREE_PREFIX}{os.getpid()}-"))
     # grader/protocol: a trusted half no worker can reach, and a scratch half with a folder per worker run.
