@@ -170,7 +170,9 @@ def test_visibility_in_every_output():
     assert all(staff[n]["message"].endswith("differ") for n in "abc")  # staff see everything
     entries = {e["name"].split(" / ")[1]: e for e in gradescope.entries_of(result.task, result.staff_json()["tests"])}
     assert [entries[n]["visibility"] for n in "abc"] == ["visible", "hidden", "after_due_date"]
-    assert entries["b"]["output"].endswith("differ")  # Gradescope gates it by visibility
+    assert entries["b"]["output"] == "```text\nb: 3 of 8 elements differ\n```"  # Gradescope gates it by visibility
+    assert all(e["output_format"] == "md" for e in entries.values())  # a code block: shown as the grader wrote it
+    assert gradescope.fenced("a ``` b") == "````text\na ``` b\n````"
     text = report.summary(result)
     assert "b [hidden]" in text and "c [after_due_date]" in text and "a [" not in text
 
@@ -216,7 +218,7 @@ def test_gradescope_bundle(tmp_path):
     for task_id in ("11_quantize_rowwise_int8", "12_matmul_int8_fused_dequant", "14_backward_dx_int8_fused"):
         (missing,) = by_task[task_id]
         assert missing["score"] == 0 and missing["max_score"] == TASKS[task_id].points_on("cpu")
-        assert f"no file named {task_id}.py" in missing["output"]
+        assert f"no file named `{task_id}.py`" in missing["output"]
     assert "did you mean 11_quantize_rowwise_int8.py" in data["output"]
     assert data["score"] == pytest.approx(t10.points_on("cpu") + partial)
 

@@ -28,6 +28,7 @@ TRITON_PIN = "3.9.0"
 
 
 VISIBILITY = ["hidden", "after_due_date", "after_published", "visible"]
+FORMATS = ["text", "html", "simple_format", "md", "ansi"]
 RESULTS_SCHEMA = {
     "$comment": "Gradescope's results.json (its autograder specification), as far as this grader writes it",
     "type": "object",
@@ -36,6 +37,7 @@ RESULTS_SCHEMA = {
         "score": {"type": "number"},
         "execution_time": {"type": "integer", "minimum": 0},
         "output": {"type": "string"},
+        "output_format": {"enum": FORMATS},
         "visibility": {"enum": VISIBILITY},
         "stdout_visibility": {"enum": VISIBILITY},
         "tests": {"type": "array", "items": {
@@ -47,12 +49,22 @@ RESULTS_SCHEMA = {
                 "max_score": {"type": "number", "minimum": 0},
                 "status": {"enum": ["passed", "failed"]},
                 "output": {"type": "string"},
+                "output_format": {"enum": FORMATS},
                 "visibility": {"enum": VISIBILITY},
             },
         }},
     },
 }
 """What tests/test_release.py validates every results.json against (with jsonschema)."""
+
+
+def fenced(text: str) -> str:
+    """`text` as a Markdown code block, shown as the grader wrote it (`_quantize_global`, `q[2, 0]`, aligned
+    got/expected columns): a fence longer than any run of backticks inside."""
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}text\n{text}\n{fence}"
 
 
 def entries_of(task_id: str, tests: list[dict], factor: float = 1.0) -> list[dict]:
@@ -65,14 +77,14 @@ def entries_of(task_id: str, tests: list[dict], factor: float = 1.0) -> list[dic
             continue
         entries.append({"name": f"{task_id} / {t['name']}", "score": round(t["points"] * factor, 6),
                         "max_score": t["max_points"], "status": "passed" if t["outcome"] == "passed" else "failed",
-                        "output": t["message"],
+                        "output": fenced(t["message"]), "output_format": "md",
                         "visibility": GRADESCOPE_VISIBILITY.get(t.get("visibility", "public"), "hidden")})
     return entries
 
 
 def results_json(tests: list[dict], output: str = "", execution_time: float | None = None) -> dict:
-    data: dict = {"score": round(sum(t["score"] for t in tests), 6), "output": output, "visibility": "visible",
-                  "stdout_visibility": "hidden", "tests": tests}
+    data: dict = {"score": round(sum(t["score"] for t in tests), 6), "output": output, "output_format": "md",
+                  "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
     if execution_time is not None:
         data["execution_time"] = int(round(execution_time))
     return data
@@ -155,8 +167,8 @@ def find_files(submission: Path, task_ids: list[str]) -> tuple[dict[str, Path], 
 def missing_entry(task: TaskSpec, device: str, received: list[str]) -> dict:
     names = ", ".join(received) if received else "no .py file at all"
     return {"name": f"{task.id} / file", "score": 0.0, "max_score": task.points_on(device), "status": "failed",
-            "visibility": "visible",
-            "output": f"no file named {task.id}.py in your submission (received: {names}). Each task is one file "
+            "visibility": "visible", "output_format": "md",
+            "output": f"no file named `{task.id}.py` in your submission (received: {names}). Each task is one file "
                       f"named by its task id; resubmit with the file renamed."}
 
 
@@ -192,15 +204,15 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
             result = graded.get(task_id)
             if result is None:
                 entries.append(missing_entry(tasks[task_id], dev, received))
-                lines.append(f"{task_id}: no file {task_id}.py")
+                lines.append(f"- `{task_id}`: no file `{task_id}.py`")
                 continue
             entries += entries_of(task_id, result.staff_json()["tests"])
-            lines.append(f"{task_id}: {result.score:g} / {result.max_score:g}"
+            lines.append(f"- `{task_id}`: {result.score:g} / {result.max_score:g}"
                          + (f" ({result.diagnosis})" if result.diagnosis else ""))
             print(report.summary(result, staff=True), flush=True)
         where = report.device_label({"device": dev, "gpu": next(iter(graded.values())).environment.get("gpu")}
                                     if graded else {"device": dev})
-        output = "\n".join([f"{hw.title}: graded on {where}.", *lines, *notes])
+        output = "\n".join([f"**{hw.title}**: graded on {where}.", "", *lines, *(f"- {n}" for n in notes)])
         data = results_json(entries, output, time.monotonic() - start)
     except Exception as exc:  # noqa: BLE001 - the grader's own failure: fail closed, with a message
         traceback.print_exc()
