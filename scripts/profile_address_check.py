@@ -51,7 +51,7 @@ def main() -> int:
         patch_interpreter_overflow_checks,
         patch_interpreter_scalars,
     )
-    from grader.worker.main import Instruments, find_autotuners, run_case, unspecialize
+    from grader.worker.main import Instruments, find_autotuners, interpreted_key, run_case, unspecialize
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print("no GPU: use --device cpu", file=sys.stderr)
@@ -90,8 +90,7 @@ def main() -> int:
             for case in cases:
                 keys = set()
                 for c in range(n_configs):
-                    key = tuple(tuple(sorted((k, repr(v)) for k, v in cfgs[min(c, len(cfgs) - 1)].kwargs.items()))
-                                for _, cfgs in tuners)
+                    key = interpreted_key(tuners, c)
                     if key in keys:
                         continue
                     keys.add(key)

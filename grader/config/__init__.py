@@ -269,53 +269,23 @@ class TaskSpec:
         return [k for k in self.kernels.values() if k.min_configs > 0]
 
 
-def _params_list(value: Any, where: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
-        raise ConfigError(f"{where}: must be a list of parameter names")
-    return list(value)
-
-
 def load_task(folder: Path) -> TaskSpec:
     """Parse and validate `folder/task.yaml`."""
     path = folder / "task.yaml"
     data = _load_yaml(path)
     where = str(path)
-    validate(TaskFile, data, where, ConfigError)  # every key declared, typed (grader/config/files.py)
-    task_id = _need(data, "id", where, str)
+    # Every key declared and typed (grader/config/files.py): what follows reads the model and checks only what
+    # spans keys (ids, names, files on disk) and the free-form cases.
+    tf = validate(TaskFile, data, where, ConfigError)
+    task_id = tf.id
     if task_id != folder.name:
         raise ConfigError(f"{where}: id '{task_id}' must equal the folder name '{folder.name}'")
 
-    functions = {
-        name: _params_list(params, f"{where}: functions.{name}")
-        for name, params in (data.get("functions") or {}).items()
-    }
-    kernels = {}
-    for name, spec in (data.get("kernels") or {}).items():
-        kw = f"{where}: kernels.{name}"
-        kernels[name] = KernelSpec(
-            name=name,
-            params=_params_list(_need(spec, "params", kw), f"{kw}.params"),
-            min_configs=int(spec.get("min_configs", 0)),
-        )
-
-    outputs = []
-    for i, out in enumerate(_need(data, "outputs", where, list)):
-        ow = f"{where}: outputs[{i}]"
-        compare = out.get("compare", "exact")
-        if compare not in ("exact", "rounded", "close"):
-            raise ConfigError(f"{ow}: compare must be exact, rounded or close, got {compare!r}")
-        outputs.append(
-            OutputSpec(
-                name=_need(out, "name", ow, str),
-                dtype=_need(out, "dtype", ow, str),
-                compare=compare,
-                window=float(out.get("window", 1e-3)),
-                rtol=float(out.get("rtol", 0.0)),
-                atol=float(out.get("atol", 0.0)),
-                from_kernel=bool(out.get("from_kernel", True)),
-                scalar=bool(out.get("scalar", False)),
-            )
-        )
+    functions = {name: list(params) for name, params in (tf.functions or {}).items()}
+    kernels = {name: KernelSpec(name=name, params=list(k.params), min_configs=k.min_configs)
+               for name, k in (tf.kernels or {}).items()}
+    outputs = [OutputSpec(name=o.name, dtype=o.dtype, compare=o.compare, window=o.window, rtol=o.rtol, atol=o.atol,
+                          from_kernel=o.from_kernel, scalar=o.scalar) for o in tf.outputs]
 
     cases, seen = [], set()
     for i, raw in enumerate(_need(data, "cases", where, list)):
@@ -337,12 +307,8 @@ def load_task(folder: Path) -> TaskSpec:
             )
         )
 
-    wrong = {}
-    for file, spec in (data.get("wrong") or {}).items():
-        ww = f"{where}: wrong.{file}"
-        fails = _need(spec, "fails", ww, list)
-        wrong[file] = WrongSpec(file=file, why=str(spec.get("why", "")), fails=[str(p) for p in fails],
-                                diagnosis=str(spec.get("diagnosis") or ""))
+    wrong = {file: WrongSpec(file=file, why=w.why, fails=list(w.fails), diagnosis=w.diagnosis or "")
+             for file, w in (tf.wrong or {}).items()}
 
     launch = None
     if data.get("launch") is not None:
@@ -369,25 +335,25 @@ def load_task(folder: Path) -> TaskSpec:
 
     task = TaskSpec(
         id=task_id,
-        title=_need(data, "title", where, str),
+        title=tf.title,
         folder=folder,
         entry=entry,
-        allowed_imports=_params_list(_need(data, "allowed_imports", where), f"{where}: allowed_imports"),
+        allowed_imports=list(tf.allowed_imports),
         functions=functions,
         kernels=kernels,
-        reference=_need(data, "reference", where, str),
+        reference=tf.reference,
         outputs=outputs,
         cases=cases,
-        autotune_points=float(data.get("autotune_points", 0.0)),
-        timeout_s={k: float(v) for k, v in (data.get("timeout_s") or {}).items()},
+        autotune_points=float(tf.autotune_points),
+        timeout_s=dict(tf.timeout_s or {}),
         wrong=wrong,
-        specialize=None if data.get("specialize") is None else bool(data["specialize"]),
+        specialize=tf.specialize,
         launch=launch,
-        pictures=bool(data.get("pictures", False)),
+        pictures=tf.pictures,
         perf=perf,
         torch_ops=_torch_ops(data.get("torch_ops"), where),
-        python_reads=_count(data.get("python_reads", 0), "python_reads", where),
-        withheld=_withheld(data.get("withheld"), where),
+        python_reads=tf.python_reads,
+        withheld=Withheld(**tf.withheld.model_dump()) if tf.withheld else None,
         right=sorted(p.name for p in (folder / "right").glob("*.py")),
     )
     if launch and task.entry != launch.kernel:
@@ -404,30 +370,6 @@ def load_task(folder: Path) -> TaskSpec:
             f"(undescribed: {sorted(on_disk - set(wrong))}, missing: {sorted(set(wrong) - on_disk)})"
         )
     return task
-
-
-def _withheld(raw: Any, where: str) -> Withheld | None:
-    """`withheld: {cases: N, speed_tests: N, points: X}`, which only `python -m grader release` writes."""
-    if raw is None:
-        return None
-    known = {"cases", "speed_tests", "points"}
-    if not isinstance(raw, dict) or set(raw) - known:
-        raise ConfigError(f"{where}: withheld must be a mapping of {', '.join(sorted(known))}, got {raw!r}")
-    try:
-        held = Withheld(cases=int(raw.get("cases", 0)), speed_tests=int(raw.get("speed_tests", 0)),
-                        points=float(raw.get("points", 0.0)))
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: withheld takes whole numbers (cases, speed_tests) and points, "
-                          f"got {raw!r}") from None
-    if min(held.cases, held.speed_tests, held.points) < 0:
-        raise ConfigError(f"{where}: withheld counts and points must be >= 0, got {raw!r}")
-    return held
-
-
-def _count(raw: Any, key: str, where: str) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-        raise ConfigError(f"{where}: {key} must be a whole number >= 0, got {raw!r}")
-    return raw
 
 
 def _torch_ops(raw: Any, where: str) -> tuple[str, ...]:

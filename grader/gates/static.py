@@ -404,26 +404,6 @@ def _defined_attrs(tree: ast.Module) -> frozenset[str]:
     return frozenset(names)
 
 
-def _object_attrs_from(names: list[str]) -> int | None:
-    """For a chain rooted at an imported module, the index of its first link that is an attribute of an object
-    rather than a member of a module (`torch.cuda.get_device_properties(0)` has none; `torch.float16.itemsize`:
-    2); None when the root cannot be read here."""
-    module = _import_root(names[0])
-    if module is None:
-        return None
-    for k in range(1, len(names)):
-        member = getattr(module, names[k], None)
-        dotted = ".".join(names[: k + 1])
-        if member is None and dotted in ALLOWED_MODULES:
-            member = _import_root(dotted)  # a submodule not imported yet (triton.language.extra.libdevice)
-        if member is None:
-            return None  # not in this toolchain: nothing to tell objects from modules by
-        if not inspect.ismodule(member):
-            return k + 1
-        module = member
-    return len(names)
-
-
 def _report_chain(top: ast.Attribute | ast.Name, aliases: dict[str, str],
                   add: Callable[[ast.AST, str], None], defined: frozenset[str] = frozenset()) -> None:
     """Check a name or attribute chain (`tl.foo.bar`) link by link from its root; report its first refused link.
@@ -458,8 +438,8 @@ def _report_chain(top: ast.Attribute | ast.Name, aliases: dict[str, str],
     names = [s for s, _ in segments]
     private_why = f"private part of {names[0]}" if resolved else "private attribute: the object's internals"
     exempt = resolved is None and node.id in PRIVATE_EXEMPT  # self._x, cls._x
-    leaves = _module_exit(names) if resolved else None  # the allowlist: where the chain leaves ALLOWED_MODULES
-    objects = _object_attrs_from(names) if resolved else 1  # where the links become attributes of objects
+    # where the chain leaves ALLOWED_MODULES, and where its links become attributes of objects
+    leaves, objects = _module_walk(names) if resolved else (None, 1)
     for k in range(1, len(segments)):
         attr, where = segments[k]
         dotted = ".".join(names[: k + 1])
@@ -504,21 +484,30 @@ def _internal(dotted: str) -> bool:
     return any(a == dotted or a.startswith(dotted + ".") for a in ALLOWED_INTERNALS)
 
 
-def _module_exit(names: list[str]) -> tuple[int, str] | None:
-    """The index, and the module's own name, of the first link of the chain `names` (its root an imported
-    module) that reaches a module outside ALLOWED_MODULES, read from the modules themselves; None when it never
-    does (past the modules, a function's or a class's own attributes are left to the dunder and private rules)."""
+def _module_walk(names: list[str]) -> tuple[tuple[int, str] | None, int | None]:
+    """One walk of a chain whose root is an imported module, read from the modules themselves:
+    * where it first reaches a module outside ALLOWED_MODULES, as (the link's index, the module's own name), or
+      None when it never does (the allowlist of modules);
+    * the index of its first link that is an attribute of an object rather than a member of a module
+      (`torch.float16.itemsize`: 2; `torch.cuda.get_device_properties`: none, the length), or None when that
+      cannot be told here (a name this toolchain lacks: no verdict may depend on it) (the allowlist of
+      attributes)."""
     module = _import_root(names[0])
+    if module is None:
+        return None, None
     for k in range(1, len(names)):
-        if module is None:
-            return None
-        module = getattr(module, names[k], None)
         dotted = ".".join(names[: k + 1])
-        if not inspect.ismodule(module):
-            module = None
-        elif dotted not in ALLOWED_MODULES and module.__name__ not in ALLOWED_MODULES and not _internal(dotted):
-            return k, module.__name__
-    return None
+        member = getattr(module, names[k], None)
+        if member is None and dotted in ALLOWED_MODULES:
+            member = _import_root(dotted)  # a submodule not imported yet (triton.language.extra.libdevice)
+        if member is None:
+            return None, None
+        if not inspect.ismodule(member):
+            return None, k + 1
+        if dotted not in ALLOWED_MODULES and member.__name__ not in ALLOWED_MODULES and not _internal(dotted):
+            return (k, member.__name__), None
+        module = member
+    return None, len(names)
 
 
 def _refused_prefix(dotted: str) -> str | None:
@@ -567,7 +556,7 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
             parts = (dotted or "").split(".")
             # A value refused where it is assigned is not followed further (it would be reported again at each use).
             if dotted and not _refused_prefix(dotted) and not any(_attr_why(p, False, "") for p in parts[1:]) \
-                    and _module_exit(parts) is None:
+                    and _module_walk(parts)[0] is None:
                 aliases[name] = dotted
                 grew = True
     return aliases

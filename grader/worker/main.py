@@ -284,6 +284,14 @@ def config_at(configs: list, index: int):
     return configs[min(index, len(configs) - 1)]
 
 
+def interpreted_key(tuners: list, index: int) -> tuple:
+    """What the interpreter's run of config `index` depends on: the configs' kwargs. It ignores num_warps and
+    num_stages, so configs that differ only there touch the same addresses and one call serves them all (task
+    11's three configs: one call)."""
+    return tuple(tuple(sorted((k, repr(v)) for k, v in config_at(configs, index).kwargs.items()))
+                 for _, configs in tuners)
+
+
 def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, config_index: int,
              audit: OpAudit | None = None, bounds: BoundsAudit | None = None, view=None) -> dict:
     """One call of the entry on fresh guarded inputs, under one forced autotune config (`view`: a context the
@@ -382,10 +390,7 @@ def interpret_runs(entry, case: dict, module, inst: Instruments, tuners: list, r
         if record.get("error") is not None:
             continue  # the call failed on CUDA already: the case fails whatever its addresses
         index = record.get("config_index", c)
-        # The interpreter ignores num_warps and num_stages: configs that differ only there touch the same
-        # addresses, so one call serves them all (task 11's three configs: one call).
-        key = tuple(tuple(sorted((k, repr(v)) for k, v in config_at(configs, index).kwargs.items()))
-                    for _, configs in tuners)
+        key = interpreted_key(tuners, index)
         if key not in done:
             done[key] = run_case(entry, probe_case, "cuda", inst, tuners, index, None, bounds,
                                  view=lambda: interpreted(module, holders))
