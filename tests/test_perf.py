@@ -179,6 +179,7 @@ def test_the_reference_ratio_comes_from_the_staff_run(tmp_path):
     v = speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, _record([1e-3] * 5, [1.1e-3] * 5), staff))
     assert v.ok and "speedup 1.10x" in v.message
     assert "staff's run: 2.20x, so yours is 0.50x the reference's" in v.message
+    assert v.metric == {"speedup": 1.1, "vs_reference": 0.5, "ms": 1.0}  # what the leaderboard ranks
 
 
 def test_a_baseline_slowed_beside_the_submission_fails(tmp_path):
@@ -188,6 +189,7 @@ def test_a_baseline_slowed_beside_the_submission_fails(tmp_path):
     v = speed.judge_perf(_perf_task(points=0), 0, _case(), OK, _results(tmp_path, slowed))
     assert not v.ok and "not judged: the baseline's time was 4.00x as long beside your code as in the staff's run " \
                         "(4.0000 ms against 1.0000 ms)" in v.message
+    assert v.metric is None  # not judged: nothing to rank
     near = _record([1e-3] * 5, [1.4e-3] * 5)  # within the slack: noise, judged
     assert speed.judge_perf(_perf_task(), 0, _case(), OK, _results(tmp_path, near)).ok
 

@@ -20,6 +20,8 @@ from grader import results
 from grader.config import ROOT, ConfigError, discover_tasks, load_config
 from grader.course import gradescope
 from grader.course.release import leaks, write_tree
+from grader.pipeline import toolchain
+from grader.pipeline.result import environment
 from grader.results import report
 
 TASKS, _ = discover_tasks()
@@ -130,6 +132,8 @@ def test_the_kit_installs_a_command_that_grades_from_any_folder(kits, tmp_path):
     a .pth file, as setup.sh's venv sees a GPU box's torch."""
     kit = kits[HOMEWORK]
     assert "TORCH_INDEX" in (kit / "setup.sh").read_text() and "TORCH_INDEX" in (kit / "README.md").read_text()
+    setup = (kit / "setup.sh").read_text()  # the course's torch and triton (config.yaml `toolchain`)
+    assert f"torch=={CFG.toolchain['torch']}" in setup and f"triton=={CFG.toolchain['triton']}" in setup
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
@@ -189,7 +193,8 @@ def test_gradescope_bundle(tmp_path):
         assert (z.getinfo("run_autograder").external_attr >> 16) & 0o111
         root = tmp_path / "autograder"  # laid out as Gradescope does: source/, submission/, results/
         z.extractall(root / "source")
-    assert "torch==2.13.0" in (root / "source" / "setup.sh").read_text()
+    setup = (root / "source" / "setup.sh").read_text()  # the course's toolchain (config.yaml), CPU builds
+    assert f"torch=={CFG.toolchain['torch']}" in setup and f"triton=={CFG.toolchain['triton']}" in setup
     shutil.copyfile(root / "source" / "run_autograder", root / "run_autograder")
     sub = root / "submission"
     (sub / "extra").mkdir(parents=True)
@@ -221,6 +226,8 @@ def test_gradescope_bundle(tmp_path):
         assert f"no file named `{task_id}.py`" in missing["output"]
     assert "did you mean 11_quantize_rowwise_int8.py" in data["output"]
     assert data["score"] == pytest.approx(t10.points_on("cpu") + partial)
+    # graded with other versions than the course's (CI's triton 3.9, the course's 3.6): the output says so
+    assert bool(toolchain.note(environment("cpu"), CFG.toolchain)) == ("the course grades with" in data["output"])
 
 
 def test_gradescope_run_fails_closed(tmp_path):

@@ -456,6 +456,16 @@ class Homework:
     speed_points: dict[str, dict[str, float]] = field(default_factory=dict)
     """task id -> {speed test id: points}: what the course gives the speed tests task.yaml leaves at 0
     (CourseConfig.course_tasks applies it)."""
+    leaderboard: list[str] | None = None
+    """The speed tests ranked on the leaderboard, as "task/test"; None: every speed test of the homework
+    (grader/course/leaderboard.py)."""
+    leaderboard_names: str = "pseudonym"
+    """How batch's leaderboard names students: `pseudonym` (stable, from a secret kept in the results folder) or
+    `student` (their folder names: the course opts in)."""
+
+    def ranks(self, task_id: str, test: str) -> bool:
+        """Whether the leaderboard ranks this speed test."""
+        return self.leaderboard is None or f"{task_id}/{test}" in self.leaderboard
 
 
 @dataclass(frozen=True)
@@ -525,6 +535,10 @@ class CourseConfig:
     score changes)."""
     always_allowed_imports: list[str] = field(default_factory=list)
     homeworks: dict[str, Homework] = field(default_factory=dict)
+    toolchain: dict[str, str] = field(default_factory=dict)
+    """The torch and triton releases the course grades with (config.yaml `toolchain`: {torch, triton}); a result
+    graded with others says so (grader/pipeline/toolchain.py), and the kit's and Gradescope's set-up install
+    them. Empty: the course names none."""
 
     def homework_of(self, task_id: str) -> Homework | None:
         return next((hw for hw in self.homeworks.values() if task_id in hw.tasks), None)
@@ -598,6 +612,10 @@ def _check_course_tasks(cfg: CourseConfig, tasks: dict[str, TaskSpec], where: st
             if unknown:
                 raise ConfigError(f"{hw_where}.speed_points.{task_id}: {sorted(unknown)} not among the task's speed "
                                   f"tests ({', '.join(p.id for p in task.perf) or 'none'})")
+        for entry in hw.leaderboard or []:
+            task_id, test = entry.split("/", 1)
+            if task_id not in hw.tasks or (task_id in tasks and test not in {p.id for p in tasks[task_id].perf}):
+                raise ConfigError(f"{hw_where}.leaderboard: {entry!r} is not a speed test of this homework's tasks")
         for task_id, points in hw.tasks.items():
             if task_id not in tasks and tasks_dir_has(task_id):
                 continue  # the folder exists but is broken: discover_tasks reported it
@@ -634,6 +652,8 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
             counts=raw.counts,
             speed_points={str(t): {str(k): float(v) for k, v in tests.items()}
                           for t, tests in (raw.speed_points or {}).items()},
+            leaderboard=list(raw.leaderboard) if raw.leaderboard is not None else None,
+            leaderboard_names=raw.leaderboard_names,
         )
     cfg = CourseConfig(
         course=course.course,
@@ -652,6 +672,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
         informational_speed=grading.informational_speed,
         always_allowed_imports=list(course.always_allowed_imports),
         homeworks=homeworks,
+        toolchain=course.toolchain.model_dump() if course.toolchain else {},
     )
     if tasks is not None:
         _check_course_tasks(cfg, tasks, where)

@@ -75,12 +75,28 @@ class HomeworkFile(_File):
     late_policy: LatePolicyFile | None = None
     tasks: dict[str, Points] = Field(description="task id -> points (the task's own total)")
     speed_points: dict[str, dict[str, Points]] | None = Field(None, description="points for 0-point speed tests")
+    leaderboard: list[Annotated[str, Field(pattern=r"^[^/\s]+/[^/\s]+$")]] | None = Field(
+        None, description="the speed tests ranked, as TASK/TEST (default: every speed test of the homework)")
+    leaderboard_names: Literal["pseudonym", "student"] = Field(
+        "pseudonym", description="how batch's leaderboard names a student (student: the course opts in)")
+
+
+Version = Annotated[str, Field(pattern=r"^\d+(\.\d+){0,2}$")]
+
+
+class ToolchainFile(_File):
+    """The versions whose verdicts are the course's (its grading box); the kit's and Gradescope's set-up install
+    them. Another version grades too, and its results say so."""
+
+    torch: Version = Field(description="torch release, e.g. 2.11.0 (a local build tag such as +cu130 is ignored)")
+    triton: Version = Field(description="triton release, e.g. 3.6.0")
 
 
 class CourseFile(_File):
     """config.yaml."""
 
     course: str = "course"
+    toolchain: ToolchainFile | None = Field(None, description="the torch and triton the course grades with")
     grading: GradingFile | None = None
     always_allowed_imports: list[str] = Field(default_factory=list)
     homeworks: dict[str, HomeworkFile] = Field(default_factory=dict)

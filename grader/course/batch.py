@@ -34,7 +34,7 @@ from pathlib import Path
 
 import grader
 from grader.config import ROOT, CourseConfig, Homework, TaskSpec
-from grader.course import gradescope
+from grader.course import gradescope, leaderboard
 from grader.course.ledger import Attempt, Ledger
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
 from grader.results import report
@@ -177,6 +177,7 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
 
     rows = gradebook(ledger, hw, students)
     ledger.close()
+    board = leaderboard.collect(out, hw, students)  # each ranked speed test's measurement, counted attempts
     for student in students:  # what was refused this time, for the student's results.json (gone once it is not)
         path = out / student / REFUSED
         if refused[student]:
@@ -184,7 +185,9 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
             write_atomic(path, json.dumps(refused[student], indent=2) + "\n")
         elif path.is_file():
             path.unlink()
-        write_gradescope(out, student, hw)
+        write_gradescope(out, student, hw, [e for e in board if e.student == student])
+    if board:
+        leaderboard.write(out, hw, board)
     write_gradebook(rows, hw, out / "gradebook.csv")
     write_summary(rows, hw, out, out / "summary.md")
     show(f"graded {len(recorded)} new submission(s); gradebook: {out / 'gradebook.csv'}")
@@ -314,10 +317,11 @@ def gradebook(ledger: Ledger, hw: Homework, students: list[str]) -> dict[str, di
     return rows
 
 
-def write_gradescope(out: Path, student: str, hw: Homework) -> None:
+def write_gradescope(out: Path, student: str, hw: Homework, board: list[leaderboard.Entry] | None = None) -> None:
     """results/<student>/results.json in Gradescope's autograder format, from the counted result of each task: the
     points (late rule applied) from the student JSON, the messages from the staff JSON (Gradescope hides a test
-    by its visibility, where the student JSON has no message for a test that is not public)."""
+    by its visibility, where the student JSON has no message for a test that is not public); `board`: the
+    student's leaderboard entries (its `leaderboard` field, and their pseudonym in the output)."""
     tests = []
     for task_id in hw.tasks:
         path = out / student / f"{task_id}.json"
@@ -337,7 +341,12 @@ def write_gradescope(out: Path, student: str, hw: Homework) -> None:
         tests.append({"name": f"{task_id} / not graded", "score": 0, "max_score": 0, "output": entry["why"],
                       "visibility": "visible"})
     if tests:
-        data = gradescope.results_json(tests)
+        named = board and hw.leaderboard_names != "student"
+        data = gradescope.results_json(tests, f"Your name on the class's speed leaderboard: "
+                                              f"{leaderboard.pseudonym(leaderboard.secret_of(out), student)}."
+                                       if named else "")
+        if board:
+            data["leaderboard"] = leaderboard.gradescope_entries(board)
         write_atomic(out / student / "results.json", json.dumps(data, indent=2) + "\n")
 
 

@@ -20,12 +20,8 @@ import zipfile
 from pathlib import Path
 
 from grader.config import GRADESCOPE_VISIBILITY, ROOT, ConfigError, Homework, TaskSpec, discover_tasks, load_config
-from grader.course.release import write_tree
-
-TORCH_PIN = "2.13.0"
-"""The CPU build of torch that CI tests with (Gradescope's machines have no GPU)."""
-TRITON_PIN = "3.9.0"
-
+from grader.course import leaderboard
+from grader.course.release import toolchain_of, write_tree
 
 VISIBILITY = ["hidden", "after_due_date", "after_published", "visible"]
 FORMATS = ["text", "html", "simple_format", "md", "ansi"]
@@ -52,6 +48,13 @@ RESULTS_SCHEMA = {
                 "output_format": {"enum": FORMATS},
                 "visibility": {"enum": VISIBILITY},
             },
+        }},
+        "leaderboard": {"type": "array", "items": {
+            "type": "object",
+            "required": ["name", "value"],
+            "additionalProperties": False,
+            "properties": {"name": {"type": "string", "minLength": 1}, "value": {"type": ["number", "string"]},
+                           "order": {"enum": ["asc", "desc"]}},
         }},
     },
 }
@@ -106,7 +109,8 @@ exec "$PYTHON" -m grader gradescope-run --homework {hw} --submission "$ROOT/subm
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder's image (Ubuntu). Its machines have no GPU:
-# the CPU build of torch (pinned, as the grader's CI tests it) and triton, whose interpreter runs the kernels.
+# the CPU build of torch and triton, whose interpreter runs the kernels: the releases config.yaml's `toolchain`
+# names (the course's), else the ones the grader's CI tests.
 set -euo pipefail
 ROOT=${{AUTOGRADER_ROOT:-/autograder}}
 if ! python3 -m venv --help >/dev/null 2>&1; then
@@ -126,7 +130,7 @@ def bundle(hw_id: str, out: Path, config: Path = ROOT / "config.yaml") -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "source"
         files = write_tree(hw_id, tree, kit=False, config=config)
-        (tree / "setup.sh").write_text(SETUP_SH.format(torch=TORCH_PIN, triton=TRITON_PIN))
+        (tree / "setup.sh").write_text(SETUP_SH.format(**toolchain_of(config)))
         (tree / "run_autograder").write_text(RUN_AUTOGRADER.format(hw=hw_id))
         out.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
@@ -212,8 +216,15 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
             print(report.summary(result, staff=True), flush=True)
         where = report.device_label({"device": dev, "gpu": next(iter(graded.values())).environment.get("gpu")}
                                     if graded else {"device": dev})
-        output = "\n".join([f"**{hw.title}**: graded on {where}.", "", *lines, *(f"- {n}" for n in notes)])
+        versions = next((r.environment.get("toolchain_note") for r in graded.values()), None)
+        output = "\n".join([f"**{hw.title}**: graded on {where}." + (f" {versions[0].upper()}{versions[1:]}."
+                                                                      if versions else ""),
+                             "", *lines, *(f"- {n}" for n in notes)])
         data = results_json(entries, output, time.monotonic() - start)
+        board = [e for r in graded.values()
+                 for e in leaderboard.entries_of("submission", r.task, r.staff_json()["tests"], hw)]
+        if board:  # Gradescope's own leaderboard (its pseudonyms): each ranked speed test's speedup
+            data["leaderboard"] = leaderboard.gradescope_entries(board)
     except Exception as exc:  # noqa: BLE001 - the grader's own failure: fail closed, with a message
         traceback.print_exc()
         data = results_json([], f"The autograder itself failed ({type(exc).__name__}); no points were given. "

@@ -117,7 +117,7 @@ def write_tree(hw_id: str, out: Path, *, kit: bool, config: Path = ROOT / "confi
     put("config.yaml", course_config(hw_id, config))
     put("pyproject.toml", source=ROOT / "pyproject.toml")
     if kit:
-        put("setup.sh", SETUP_SH)
+        put("setup.sh", setup_script(config))
         (out / "setup.sh").chmod(0o755)
         put(KIT_README, kit_readme(hw, tasks))
         put(".gitignore", ".venv/\n__pycache__/\nresults/\n")
@@ -179,7 +179,8 @@ def leaks(folder: Path, root: Path = ROOT) -> list[str]:
 def course_config(hw_id: str, config: Path = ROOT / "config.yaml") -> str:
     """config.yaml with this homework alone (the course's grading settings kept)."""
     raw = yaml.safe_load(config.read_text())
-    kept = {"course": raw.get("course", "course"), "grading": raw.get("grading") or {},
+    kept = {"course": raw.get("course", "course"), **({"toolchain": raw["toolchain"]} if raw.get("toolchain") else {}),
+            "grading": raw.get("grading") or {},
             "homeworks": {hw_id: raw["homeworks"][hw_id]},
             "always_allowed_imports": raw.get("always_allowed_imports") or []}
     return ("# The course's configuration for this homework alone (written from the staff config.yaml; the keys are\n"
@@ -194,7 +195,7 @@ SETUP_SH = """#!/usr/bin/env bash
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PY:-python3}
-TORCH=${TORCH:-torch==2.13.0}
+TORCH=${TORCH:-torch==@TORCH@}
 TORCH_INDEX=${TORCH_INDEX-https://download.pytorch.org/whl/cpu}
 if "$PY" -c "import torch, triton" 2>/dev/null; then
   "$PY" -m venv --system-site-packages .venv
@@ -209,7 +210,7 @@ else
          "(on PyPI, a CUDA build of several GB)"
     .venv/bin/python -m pip install -q "$TORCH"
   fi
-  .venv/bin/python -m pip install -q triton
+  .venv/bin/python -m pip install -q triton==@TRITON@
 fi
 .venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml pydantic matplotlib tqdm
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e . 2>/dev/null \\
@@ -218,6 +219,22 @@ fi
 .venv/bin/python -c "import torch, triton; print('ready: torch', torch.__version__, 'triton', triton.__version__,
       '(GPU: ' + torch.cuda.get_device_name() + ')' if torch.cuda.is_available() else '(no GPU: the interpreter)')"
 """
+
+
+CI_TOOLCHAIN = {"torch": "2.13.0", "triton": "3.9.0"}
+"""What the kit and Gradescope's bundle install when config.yaml names no `toolchain`: the versions CI tests."""
+
+
+def toolchain_of(config: Path = ROOT / "config.yaml") -> dict[str, str]:
+    """The torch and triton the course grades with (config.yaml `toolchain`), else CI's."""
+    named = (yaml.safe_load(config.read_text()) or {}).get("toolchain") or {}
+    return {name: str(named.get(name) or pin) for name, pin in CI_TOOLCHAIN.items()}
+
+
+def setup_script(config: Path = ROOT / "config.yaml") -> str:
+    """The kit's setup.sh, installing the course's torch (its CPU build where python3 has none) and triton."""
+    pins = toolchain_of(config)
+    return SETUP_SH.replace("@TORCH@", pins["torch"]).replace("@TRITON@", pins["triton"])
 
 
 def kit_readme(hw: Homework, tasks: dict[str, TaskSpec]) -> str:

@@ -47,6 +47,9 @@ class Verdict:
     """Tracebacks and logs: for staff only."""
     picture: bytes | None = None
     """PNG of the first failing output (tasks with `pictures: true`)."""
+    metric: dict[str, float] | None = None
+    """A speed test's measurement, for the leaderboard (grader/course/leaderboard.py): `speedup` over the baseline,
+    `vs_reference` (that speedup over the reference's in the staff's run) and `ms` (the submission's median)."""
 
 
 LOAD_TEXT = 2000

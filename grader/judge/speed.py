@@ -147,6 +147,8 @@ def judge_perf(task: TaskSpec, index: int, case: CaseData, case_ok: Verdict, res
     ref_ratio = t_base_staff / t_ref
     text += (f"; the reference's speedup in the staff's run: {ref_ratio:.2f}x, so yours is "
              f"{ratio / ref_ratio:.2f}x the reference's")
+    metric = {"speedup": round(ratio, 4), "vs_reference": round(ratio / ref_ratio, 4), "ms": round(t_sub * 1e3, 5)}
     if test.points == 0:
-        return Verdict(True, f"{text}; informational (0 points), the target is >= {test.threshold:g}x", staff=staff)
-    return Verdict(ratio >= test.threshold, f"{text}; need >= {test.threshold:g}x", staff=staff)
+        return Verdict(True, f"{text}; informational (0 points), the target is >= {test.threshold:g}x", staff=staff,
+                       metric=metric)
+    return Verdict(ratio >= test.threshold, f"{text}; need >= {test.threshold:g}x", staff=staff, metric=metric)

@@ -17,6 +17,8 @@ def _finish(json_metadata, points: float, verdict: judge.Verdict) -> None:
     json_metadata["max_points"] = points
     json_metadata["message"] = verdict.message
     json_metadata["staff"] = verdict.staff
+    if verdict.metric:
+        json_metadata["metric"] = verdict.metric
     if not verdict.ok:
         pytest.fail(verdict.message, pytrace=False)
 

@@ -32,6 +32,7 @@ from grader.config import CourseConfig, TaskSpec
 from grader.gates import static
 from grader.isolation.runner import ForkClient, JobSpec, run_shard, worker_env
 from grader.isolation.schedule import Scheduler
+from grader.pipeline import toolchain
 from grader.pipeline.oracle import Prepared
 from grader.pipeline.plan import launch_job, plan_shards, shard_cost
 from grader.pipeline.result import (
@@ -176,6 +177,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
 
         def done(n: int, result: TaskResult) -> None:
             job, folders, _ = contexts[n]
+            result = toolchain.annotate(result, cfg.toolchain)  # graded with the course's torch and triton?
             if n not in later:  # what the trusted side spent on this file before any worker (staff only)
                 stages = result.staff.setdefault("stages", {})
                 stages["static"] = round(static_s.get(n, 0.0), 4)

@@ -283,6 +283,13 @@ def run_suite(ctx: GradingContext, folders: JobFolders) -> tuple[dict[str, dict]
     return entries, out.getvalue()
 
 
+def _metric(value: object) -> dict[str, float]:
+    """A speed test's metric as the judge wrote it (numbers by name), or nothing."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
 def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest_out: str,
                  runs: list[WorkerRun]) -> TaskResult:
     tests = []
@@ -307,7 +314,7 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
             message = "internal grader error while judging this test (staff see the traceback)"
             staff = json.dumps(entry.get("call") or entry.get("setup") or {})[-20000:]
         tests.append(TestResult(name, outcome.label, max_points if passed else 0.0, max_points, message, staff,
-                                visibility=job.task.visibility(name)))
+                                visibility=job.task.visibility(name), metric=_metric(meta.get("metric"))))
     env = dict(environment(ctx.device))
     if ctx.device == "cpu":  # what the interpreter cannot show: the CUDA sizes of the shrunk cases
         env["smaller_on_cpu"] = {c.id: {k: f"{v} (CUDA: {c.params.get(k)})" for k, v in c.cpu.items()}

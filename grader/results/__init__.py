@@ -20,6 +20,8 @@ class TestResult:
     """Where the picture of this failing test was saved (report.save_pictures), if it has one."""
     visibility: str = "public"
     """public | hidden | after_due_date (the case's, config.VISIBILITIES)."""
+    metric: dict[str, float] = field(default_factory=dict)
+    """A speed test's measurement for the leaderboard (judge.Verdict.metric); empty for every other test."""
 
 
 NOT_PUBLIC = {
@@ -33,6 +35,7 @@ def _student_test(test: dict) -> dict:
     if test.get("visibility", "public") != "public":
         shown["message"] = NOT_PUBLIC.get(test["visibility"], NOT_PUBLIC["hidden"])
         shown.pop("picture", None)
+        shown.pop("metric", None)
     return shown
 
 

@@ -33,6 +33,8 @@ def summary(result: TaskResult, staff: bool = False) -> str:
         f"{result.task}  {result.submission}",
         f"  graded on {device_label(env)}, torch {env.get('torch')}, triton {env.get('triton')}",
     ]
+    if env.get("toolchain_note"):  # grader/pipeline/toolchain.py: not the versions the course grades with
+        lines.append(f"  {env['toolchain_note']}")
     for t in result.tests:
         mark = {"passed": "PASS", "failed": "FAIL", "not_run": "SKIP"}.get(t.outcome, "ERROR")
         pts = f"{t.points:g}/{t.max_points:g}"
