@@ -238,3 +238,32 @@ def test_gradescope_run_fails_closed(tmp_path):
     data = json.loads(results.read_text())
     jsonschema.validate(data, gradescope.RESULTS_SCHEMA)
     assert code == 1 and data["score"] == 0 and "autograder itself failed" in data["output"]
+
+
+def test_gradescope_output_has_a_got_expected_table():
+    """Feedback that looks like the work (issue 34 part 6): a failing test's got/expected pairs as a Markdown table
+    under its message's code block; a message without any gets none."""
+    message = ("under config the only configuration:\n  - q: 3 of 64 element(s) differ (rule: rounded); first: "
+               "q[2, 0] got 5 expected 4 (exact 4.4000); q[2, 1] got -128 expected -127 (exact -127.0000); "
+               "q[] got nan expected 0")
+    (entry,) = gradescope.entries_of("t", [{"name": "c", "points": 0.0, "max_points": 1.0, "outcome": "failed",
+                                            "message": message}])
+    assert entry["output"].startswith(gradescope.fenced(message))
+    assert entry["output"].endswith("| `q[2, 0]` | 5 | 4 |\n| `q[2, 1]` | -128 | -127 |\n| `q[]` | nan | 0 |")
+    assert gradescope.got_expected_table("raised ValueError: shapes differ") == ""
+
+
+def test_a_failing_puzzle_case_embeds_its_picture():
+    """Where the format allows (Gradescope's HTML output), a failing test's picture is embedded as a data URI,
+    beside its message and got/expected table; a passing test's is not."""
+    import base64
+
+    png = b"\x89PNG\r\n\x1a\nfake"
+    tests = [{"name": "c", "points": 0.0, "max_points": 1.0, "outcome": "failed",
+              "message": "z: 1 of 4 element(s) differ; first: z[0, 1] got 3 expected <2>"},
+             {"name": "d", "points": 1.0, "max_points": 1.0, "outcome": "passed", "message": "ok"}]
+    failed, passed = gradescope.entries_of("p", tests, pictures={"c": png, "d": png})
+    assert failed["output_format"] == "html" and passed["output_format"] == "md"
+    assert f'src="data:image/png;base64,{base64.b64encode(png).decode()}"' in failed["output"]
+    assert "<td><code>z[0, 1]</code></td><td>3</td><td>&lt;2&gt;</td>" in failed["output"]  # escaped
+    jsonschema.validate(gradescope.results_json([failed, passed]), gradescope.RESULTS_SCHEMA)

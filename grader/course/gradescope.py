@@ -10,9 +10,12 @@ Attempts, deadlines and late rules are Gradescope's own settings there.
 
 from __future__ import annotations
 
+import base64
 import difflib
+import html
 import json
 import os
+import re
 import tempfile
 import time
 import traceback
@@ -70,17 +73,51 @@ def fenced(text: str) -> str:
     return f"{fence}text\n{text}\n{fence}"
 
 
-def entries_of(task_id: str, tests: list[dict], factor: float = 1.0) -> list[dict]:
+GOT_EXPECTED = re.compile(r"(\w+\[[\d, ]*\]) got (\S+?) expected (\S+?)(?=;|$|\s)", re.M)
+"""The judge's "q[2, 0] got 5 expected 4" pairs (grader/judge `compare_values`), for a Markdown table."""
+
+
+def got_expected_table(message: str, rows: int = 8) -> str:
+    """A Markdown table of the first `rows` elements a failing test's message lists with got and expected, or ""
+    when it lists none (Gradescope renders it under the message's code block)."""
+    found = GOT_EXPECTED.findall(message or "")[:rows]
+    if not found:
+        return ""
+    cells = ["| element | got | expected |", "| --- | ---: | ---: |"]
+    cells += [f"| `{where}` | {got.replace('|', '&#124;')} | {want.replace('|', '&#124;')} |"
+              for where, got, want in found]
+    return "\n".join(cells)
+
+
+def picture_html(message: str, png: bytes, name: str) -> str:
+    """A failing test's output as HTML: its message as written, the got/expected table, and its picture embedded
+    as a data URI (Gradescope renders no image file from the results folder; an embedded one it shows)."""
+    rows = GOT_EXPECTED.findall(message or "")[:8]
+    table = ("<table><tr><th>element</th><th>got</th><th>expected</th></tr>"
+             + "".join(f"<tr><td><code>{html.escape(w)}</code></td><td>{html.escape(g)}</td><td>{html.escape(e)}</td>"
+                       "</tr>" for w, g, e in rows) + "</table>") if rows else ""
+    image = f'<img alt="{html.escape(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+    return f"<pre>{html.escape(message or '')}</pre>{table}{image}"
+
+
+def entries_of(task_id: str, tests: list[dict], factor: float = 1.0,
+               pictures: dict[str, bytes] | None = None) -> list[dict]:
     """Gradescope test entries for one task's tests (student or staff JSON `tests`; the messages are kept, since
     Gradescope hides a test by its visibility). Tests worth no points (the gates, speed tests not run here) are
-    left out: a gate's failure is repeated by every test it stops."""
+    left out: a gate's failure is repeated by every test it stops. A failing test with a picture (`pictures`, by
+    test name: the puzzles') is written as HTML with the picture embedded; every other one as Markdown."""
     entries = []
     for t in tests:
         if not t["max_points"]:
             continue
+        png = (pictures or {}).get(t["name"]) if t["outcome"] != "passed" else None
+        if png:
+            output, fmt = picture_html(t["message"], png, f"{task_id} {t['name']}"), "html"
+        else:
+            output, fmt = "\n\n".join(filter(None, [fenced(t["message"]), got_expected_table(t["message"])])), "md"
         entries.append({"name": f"{task_id} / {t['name']}", "score": round(t["points"] * factor, 6),
                         "max_score": t["max_points"], "status": "passed" if t["outcome"] == "passed" else "failed",
-                        "output": fenced(t["message"]), "output_format": "md",
+                        "output": output, "output_format": fmt,
                         "visibility": GRADESCOPE_VISIBILITY.get(t.get("visibility", "public"), "hidden")})
     return entries
 
@@ -210,7 +247,7 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
                 entries.append(missing_entry(tasks[task_id], dev, received))
                 lines.append(f"- `{task_id}`: no file `{task_id}.py`")
                 continue
-            entries += entries_of(task_id, result.staff_json()["tests"])
+            entries += entries_of(task_id, result.staff_json()["tests"], pictures=result.pictures)
             lines.append(f"- `{task_id}`: {result.score:g} / {result.max_score:g}"
                          + (f" ({result.diagnosis})" if result.diagnosis else ""))
             print(report.summary(result, staff=True), flush=True)
