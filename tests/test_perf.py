@@ -340,12 +340,15 @@ def test_a_staff_timing_run_is_kept_and_reused_only_while_its_files_are_the_same
     monkeypatch.setenv("GRADER_STAFF_TIMING", str(tmp_path / "kept"))
     perf = [PerfItem(index=0, test="speed", case=0, baseline="tasks/x/baseline.py", warmup=1, reps=2,
                              clock="gpu")]
-    spec = JobSpec(task10.folder / "solution.py", task10.entry, [], "cuda", {}, 60.0, perf=perf)
+    # a student's timing spec, carrying the student's bytes (JobSpec.source): the staff run must not time them
+    spec = JobSpec(tmp_path / "student.py", task10.entry, [], "cuda", {}, 60.0, perf=perf, source=b"# a student\n")
     started = []
 
     def runner(gate):
         def run(folders, shard, spec, cases):
             started.append(spec.submission)
+            assert spec.submission.name == "solution.py"  # the task's solution, its own bytes, not the student's
+            assert spec.source_bytes() == spec.submission.read_bytes() != b"# a student\n"
             records = folders.records(f"{shard}-0")
             write_stream(records, (Kind.PERF, 0, {"test": "speed", "submission": [1.0, 1.0], "gate": gate}),
                          (Kind.STATUS, 0, {"done": True}))

@@ -53,7 +53,9 @@ def staff_timing(task: TaskSpec, spec: JobSpec, tree: GradingTree,
         # of another grading run may not read (the baseline then raised PermissionError); each timing worker
         # compiles the baseline itself (a few seconds, beside the case workers).
         return records, None
-    runs = shard_runner(folders, 0, replace(spec, submission=solution), [])
+    # The spec is a student's (their timing worker's): its bytes (`source`) are theirs, so the staff run gets the
+    # solution's own, or it would time the student's file under the solution's name.
+    runs = shard_runner(folders, 0, replace(spec, submission=solution, source=solution.read_bytes()), [])
     run = runs[-1] if runs else None
     inductor = folders.run_folder(run.run_id) / "inductor" if run else None
     if run and run.records and _timed_well(RecordStream(run.records), spec) and not run.timed_out:
