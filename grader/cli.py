@@ -1,4 +1,5 @@
-"""Command line: `python -m grader grade | grade-dir | batch | selftest | tasks | release | gradescope`."""
+"""Command line: `python -m grader grade | grade-dir | batch | selftest | tasks | release | gradescope |
+similarity`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from functools import partial
 from pathlib import Path
 
 from grader.config import ROOT, ConfigError, discover_tasks, load_config
+from grader.gates.notebook import NotebookFolder, is_notebook
 from grader.pipeline.grading import Job, TaskResult, grade_jobs, resolve_device
 from grader.results import report
 
@@ -41,11 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade one file for one task")
     g.add_argument("--task", required=True, help="task id, e.g. 10_quantize_global_int8")
-    g.add_argument("file", type=Path)
+    g.add_argument("file", type=Path, help="the task's .py, or a notebook (.ipynb) that defines it")
     g.add_argument("--json", type=Path, help="write the student result here (and the staff one beside it)")
     g.add_argument("--student", default=None, help="name recorded in the result (default: the file's folder)")
     _common(g)
-    d = sub.add_parser("grade-dir", help="grade every <task_id>.py in one or more student folders")
+    d = sub.add_parser("grade-dir", help="grade every <task_id>.py (or a notebook's tasks) in student folders")
     d.add_argument("folders", type=Path, nargs="+", metavar="folder")
     d.add_argument("--out", type=Path, default=None,
                    help="results folder (default: config.yaml's results_dir/checks; never a folder batch keeps)")
@@ -70,6 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--homework", required=True, help="homework id from config.yaml")
     z.add_argument("--out", type=Path, default=Path("autograder.zip"), help="the zip to write")
     z.add_argument("--config", type=Path, default=ROOT / "config.yaml", help="the course configuration")
+    m = sub.add_parser("similarity", help="a homework's similarity report: pairs of submissions sharing code")
+    m.add_argument("root", type=Path, nargs="?", default=Path("submissions"),
+                   help="folder of <student>/<task_id>.py (default: ./submissions)")
+    m.add_argument("--homework", required=True, help="homework id from config.yaml")
+    m.add_argument("--out", type=Path, default=None,
+                   help="where the CSV and HTML go (default: config.yaml's results_dir/similarity)")
+    m.add_argument("--threshold", type=float, default=None,
+                   help="flag pairs scoring above this (default: grader/course/similarity.py's THRESHOLD, 0.8)")
+    m.add_argument("--config", type=Path, default=ROOT / "config.yaml", help="the course configuration")
     zr = sub.add_parser("gradescope-run", help="(inside the autograder) grade /autograder/submission into "
                                                "/autograder/results/results.json")
     zr.add_argument("--homework", required=True)
@@ -99,6 +110,21 @@ def main(argv: list[str] | None = None) -> int:
         for t in tasks.values():
             print(f"{t.id:40} {t.points:5g} pts  {len(t.cases):3} cases  {t.title}")
         return 0
+    if args.command == "similarity":
+        from grader.course.similarity import THRESHOLD, similarity_report
+
+        if args.homework not in cfg.homeworks:
+            print(f"unknown homework {args.homework!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
+            return 2
+        if not args.root.is_dir():
+            print(f"no such folder: {args.root}", file=sys.stderr)
+            return 2
+        csv_path, html_path = similarity_report(args.root, cfg.homeworks[args.homework], tasks,
+                                                args.out or ROOT / cfg.results_dir / "similarity",
+                                                THRESHOLD if args.threshold is None else args.threshold)
+        print(f"similarity of {args.homework}: {html_path} (pairs above the threshold, side by side), "
+              f"{csv_path} (every pair)")
+        return 0
     device = resolve_device(args.device or cfg.device)
 
     def show(result: TaskResult, pictures: Path | None = None) -> None:
@@ -115,6 +141,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"no such file: {args.file}", file=sys.stderr)
             return 2
         job = Job(tasks[args.task], args.file, args.student or args.file.resolve().parent.name)
+        if is_notebook(args.file):  # graded as the .py it holds for this task (grader/gates/notebook.py)
+            job.read()
+            if not job.notebook.defines:
+                print(f"{args.file}: {job.notebook.why_not()}", file=sys.stderr)
+                return 2
         folder = args.json.parent if args.json else ROOT / cfg.results_dir / CHECKS / job.student
         if _batch_owns(folder) or _batch_owns(folder.parent):
             return 2
@@ -134,8 +165,16 @@ def main(argv: list[str] | None = None) -> int:
             unknown = [p.name for p in files if p.stem not in tasks]
             if unknown:
                 print(f"{folder}: ignored (no task of that name): {', '.join(unknown)}", file=sys.stderr)
+            # A notebook submits every task it defines that has no <task_id>.py here (grader/gates/notebook.py).
+            notebooks = NotebookFolder(folder)
+            for task in tasks.values():
+                found = None if (folder / f"{task.id}.py").is_file() else notebooks.for_task(task)
+                if found:
+                    jobs.append(Job(task, found[0], student, found[1].source, found[1]))
+            for note in notebooks.notes:
+                print(f"{folder}: {note}", file=sys.stderr)
         if not jobs:
-            print("no <task_id>.py files found", file=sys.stderr)
+            print("no <task_id>.py files, and no notebook defining a task, found", file=sys.stderr)
             return 2
         out = args.out or ROOT / cfg.results_dir / CHECKS
         if _batch_owns(out):

@@ -36,6 +36,7 @@ import grader
 from grader.config import ROOT, CourseConfig, Homework, TaskSpec
 from grader.course import gradescope, leaderboard
 from grader.course.ledger import Attempt, Ledger
+from grader.gates.notebook import Extraction, NotebookFolder
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
 from grader.results import report
 from grader.results.outcome import Outcome
@@ -100,6 +101,8 @@ class Planned:
     submitted_at: dt.datetime
     source: bytes = b""
     """The bytes the sha256 is of: the ones graded (grading.Job.source)."""
+    notebook: Extraction | None = None
+    """For a notebook: what `source` was extracted from (grading.Job.notebook)."""
 
 
 GradeFn = Callable[..., list[TaskResult]]
@@ -120,24 +123,35 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
     planned: list[Planned] = []
     refused: dict[str, dict[str, dict]] = {student: {} for student in students}
     for student in students:
+        notebooks = NotebookFolder(root / student)  # a notebook submits each task it defines that has no .py
         for task_id in hw.tasks:
-            path = root / student / f"{task_id}.py"
-            if task_id not in tasks or not path.is_file():
+            path, part = root / student / f"{task_id}.py", None
+            if task_id not in tasks:
                 continue
-            source = path.read_bytes()
+            if path.is_file():
+                source = path.read_bytes()
+            elif found := notebooks.for_task(tasks[task_id]):
+                path, part = found
+                source = part.source  # the task's extracted source: what is graded, and hashed
+            else:
+                continue
             sha = hashlib.sha256(source).hexdigest()
             previous = ledger.attempts(hw.id, student, task_id)
             if not force and any(a.sha256 == sha and a.grader_version == version for a in previous):
                 continue  # resume: graded before, by this grader
             if hw.max_attempts and sha not in {a.sha256 for a in previous} \
                     and len({a.sha256 for a in previous}) >= hw.max_attempts:
-                why = (f"your latest {task_id}.py was not graded: the limit of {hw.max_attempts} graded attempts "
+                why = (f"your latest {f'{task_id}.py' if part is None else f'{path.name} ({task_id})'} was not "
+                       f"graded: the limit of {hw.max_attempts} graded attempts "
                        "is reached; your points are those of the attempt already counted")
                 refused[student][task_id] = {"sha256": sha, "why": why}
                 show(f"{student}/{task_id}: not graded: the limit of {hw.max_attempts} attempts is reached")
                 continue
             mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
-            planned.append(Planned(student, tasks[task_id], path, sha, times.get((student, task_id), mtime), source))
+            planned.append(Planned(student, tasks[task_id], path, sha, times.get((student, task_id), mtime), source,
+                                   part))
+        for note in notebooks.notes:
+            show(f"{student}: {note}")
 
     warning = mtime_lateness_warning(planned, hw, bool(manifest))
     if warning:
@@ -170,7 +184,7 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
         else:
             show(report.one_line(r) + (f"\n{late}" if late else ""))
 
-    results = grade([Job(p.task, p.path, p.student, p.source) for p in planned], cfg, device, workers,
+    results = grade([Job(p.task, p.path, p.student, p.source, p.notebook) for p in planned], cfg, device, workers,
                     on_result=on_result) if planned else []
     for r in results:  # a grade function that did not call on_result for a job: recorded now
         record(r)
@@ -331,7 +345,9 @@ def write_gradescope(out: Path, student: str, hw: Homework, board: list[leaderbo
         staff = path.with_suffix(".staff.json")
         shown = json.loads(staff.read_text())["tests"] if staff.is_file() else data.get("tests", [])
         factor = data["score"] / data["raw_score"] if data.get("raw_score") else 1.0
-        tests += gradescope.entries_of(task_id, shown, factor)
+        pictures = {t["name"]: Path(t["picture"]).read_bytes() for t in shown  # report.save_pictures wrote them
+                    if t.get("picture") and Path(t["picture"]).parent == out / student and Path(t["picture"]).is_file()}
+        tests += gradescope.entries_of(task_id, shown, factor, pictures)
         if data.get("late"):
             tests.append({"name": f"{task_id} / late", "score": 0, "max_score": 0, "output": data["late"],
                           "visibility": "visible"})

@@ -25,6 +25,7 @@ from pathlib import Path
 from grader.config import GRADESCOPE_VISIBILITY, ROOT, ConfigError, Homework, TaskSpec, discover_tasks, load_config
 from grader.course import leaderboard
 from grader.course.release import toolchain_of, write_tree
+from grader.gates.notebook import NotebookFolder
 
 VISIBILITY = ["hidden", "after_due_date", "after_published", "visible"]
 FORMATS = ["text", "html", "simple_format", "md", "ansi"]
@@ -156,7 +157,7 @@ fi
 python3 -m venv "$ROOT/venv"
 PY="$ROOT/venv/bin/python"
 "$PY" -m pip install -q torch=={torch} --extra-index-url "${{TORCH_INDEX:-https://download.pytorch.org/whl/cpu}}"
-"$PY" -m pip install -q triton=={triton} numpy pytest pytest-json-report pyyaml pydantic
+"$PY" -m pip install -q triton=={triton} numpy pytest pytest-json-report pyyaml pydantic nbformat
 "$PY" -c "import torch, triton; print('autograder ready: torch', torch.__version__, 'triton', triton.__version__)"
 """
 
@@ -209,8 +210,9 @@ def missing_entry(task: TaskSpec, device: str, received: list[str]) -> dict:
     names = ", ".join(received) if received else "no .py file at all"
     return {"name": f"{task.id} / file", "score": 0.0, "max_score": task.points_on(device), "status": "failed",
             "visibility": "visible", "output_format": "md",
-            "output": f"no file named `{task.id}.py` in your submission (received: {names}). Each task is one file "
-                      f"named by its task id; resubmit with the file renamed."}
+            "output": f"no file named `{task.id}.py` in your submission, nor a notebook defining its kernels "
+                      f"(received: {names}). Each task is one file named by its task id, or a cell of a notebook "
+                      f"(.ipynb) that defines it; resubmit with the file renamed."}
 
 
 def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "config.yaml",
@@ -238,6 +240,11 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
         dev = resolve_device(device or cfg.device)
         found, notes = find_files(submission, list(hw.tasks))
         jobs = [Job(tasks[t], found[t], "submission") for t in hw.tasks if t in found]
+        notebooks = NotebookFolder(submission, deep=True)  # a notebook submits each task it defines that has no .py
+        for t in hw.tasks:
+            if t not in found and (hit := notebooks.for_task(tasks[t])):
+                jobs.append(Job(tasks[t], hit[0], "submission", hit[1].source, hit[1]))
+        notes += notebooks.notes
         graded = {r.task: r for r in grade_jobs(jobs, cfg, dev, 0)} if jobs else {}
         received = sorted(str(p.relative_to(submission)) for p in submission.rglob("*") if p.is_file())
         entries, lines = [], []

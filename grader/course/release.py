@@ -212,7 +212,7 @@ else
   fi
   .venv/bin/python -m pip install -q triton==@TRITON@
 fi
-.venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml pydantic matplotlib tqdm
+.venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml pydantic nbformat matplotlib tqdm
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e . 2>/dev/null \\
   || echo "setup: the triton-grader command was not installed (setuptools >= 64 missing):" \\
           "use .venv/bin/python -m grader here"
@@ -269,7 +269,10 @@ installs the `triton-grader` command, which runs from any folder.
 .venv/bin/triton-grader grade --task {first} my_{first}.py
 ```
 
-(or `.venv/bin/python -m grader ...` from this folder.)
+(or `.venv/bin/python -m grader ...` from this folder.) A Jupyter notebook is checked as it is:
+`.venv/bin/triton-grader grade --task {first} my_notebook.ipynb` grades what its code cells define for that task
+(its kernels and functions, what they use, their imports; test calls, prints and `%`/`!` lines are left out),
+and messages name the code cell (counted from 1) and the line in it.
 
 Each test prints PASS or FAIL and why: the case (shape, dtype), how many elements differ with got/expected, which
 buffer a kernel wrote past and at which offsets, which import or autotune rule failed and on which line. It runs on

@@ -142,6 +142,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 t_static = time.perf_counter()
                 report = static.check_source(source.decode(errors="replace"), job.task,
                                              cfg.always_allowed_imports, job.submission.name)
+                if job.notebook is not None and job.notebook.problems:  # a notebook that cannot be read
+                    report.imports[:0] = list(job.notebook.problems)
                 static_s[n] = time.perf_counter() - t_static
                 if not static_checks:
                     report.imports = []
@@ -239,7 +241,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             for n in runnable:
                 job, folders, _ = contexts[n]
                 timeout_s, stall_s = cfg.limits(job.task, device)
-                base_spec = JobSpec(job.submission, job.task.entry, list(job.task.kernels), device,
+                base_spec = JobSpec(job.module_path, job.task.entry, list(job.task.kernels), device,
                                     prepared.case_paths(job.task), timeout_s, benchmark_autotune,
                                     fork_server=cfg.fork_server, specialize=specialize[n],
                                     launch=launch_job(job.task), stall_s=stall_s,

@@ -22,6 +22,7 @@ import torch
 from grader import judge
 from grader.config import AUTOTUNE_TEST, GATES, TaskSpec
 from grader.gates import static
+from grader.gates.notebook import Extraction, Notebook, is_notebook
 from grader.judge import speed
 from grader.judge.diagnosis import diagnose
 from grader.protocol import (
@@ -133,12 +134,25 @@ class Job:
     source: bytes | None = None
     """The submission's bytes, read once (`read`): what the static check, the worker's copy, the identical-file
     check and the result's sha256 all see, so a file changed while a class grades cannot get a verdict for one
-    version and the hash of another. A batch passes the bytes it hashed for the ledger."""
+    version and the hash of another. A batch passes the bytes it hashed for the ledger. For a notebook: the
+    source extracted for this task (grader/gates/notebook.py), never the notebook's own bytes."""
+    notebook: Extraction | None = None
+    """Set when the submission is a notebook (`.ipynb`): where each line of `source` comes from, so that the
+    result's messages cite the notebook's cells (`build_result`). Passed with `source`, or made by `read`."""
 
     def read(self) -> bytes:
         if self.source is None:
-            self.source = self.submission.read_bytes()
+            data = self.submission.read_bytes()
+            if is_notebook(self.submission):
+                self.notebook = Notebook(data, self.submission.name).extract(self.task)
+                data = self.notebook.source
+            self.source = data
         return self.source
+
+    @property
+    def module_path(self) -> Path:
+        """What the worker's copy is named after: the submission, or for a notebook its extracted `.py`."""
+        return self.submission.with_suffix(".py") if is_notebook(self.submission) else self.submission
 
     @property
     def sha256(self) -> str:
@@ -338,6 +352,14 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
             for name, value in worker_stages(r.status()).items():
                 stages[name] = round(stages.get(name, 0.0) + value, 4)
         staff["stages"] = stages
+    if job.notebook is not None:  # the lines every message cites, as the notebook's cells (gates/notebook.py)
+        for t in tests:
+            t.message = job.notebook.translate(t.message)
+        for gate in ("imports", "signatures"):
+            if isinstance(checks[gate], list):
+                checks[gate] = [job.notebook.translate(m) for m in checks[gate]]
+        staff["notebook"] = {"cells": list(job.notebook.cells),
+                             "graded_source": job.notebook.source.decode(errors="replace")[-20000:]}
     pictures = {job.task.cases[i].id: v.picture for i, v in ctx._verdicts.items() if v.picture}
     outcome = {t.name: t.outcome for t in tests}
     diagnosis = diagnose([(c.params_for(ctx.device), outcome[c.id] == Outcome.PASSED.label) for c in job.task.cases
