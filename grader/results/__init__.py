@@ -31,7 +31,7 @@ NOT_PUBLIC = {
 
 
 def _student_test(test: dict) -> dict:
-    shown = {k: v for k, v in test.items() if k != "staff" and (k != "picture" or v)}
+    shown = {k: v for k, v in test.items() if k != "staff" and (k not in ("picture", "metric") or v)}
     if test.get("visibility", "public") != "public":
         shown["message"] = NOT_PUBLIC.get(test["visibility"], NOT_PUBLIC["hidden"])
         shown.pop("picture", None)
