@@ -396,3 +396,25 @@ def test_winnowing_guarantee() -> None:
     picked = sim.winnow(hashes, 4)
     assert all(any(i <= p < i + 4 for p in picked) for i in range(len(hashes) - 3))  # every window has one
     assert picked == sorted(set(picked))
+
+
+def test_a_notebook_is_compared_by_what_it_grades(tmp_path):
+    """A student who hands in a notebook is compared by the source graded from it (the puzzle's cell, not the
+    notebook's harness): a notebook holding another student's kernel is flagged against that student's .py."""
+    import nbformat
+
+    from grader.config import load_task
+
+    task = load_task(ROOT / "tasks" / "puzzle02_constant_add_block")
+    kernel = (task.folder / "solution.py").read_text()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("%matplotlib inline\nprint('harness')"), nbformat.v4.new_code_cell(kernel)]
+    (tmp_path / "ann").mkdir()
+    (tmp_path / "ann" / "puzzles.ipynb").write_text(nbformat.writes(nb))
+    (tmp_path / "ben").mkdir()
+    (tmp_path / "ben" / f"{task.id}.py").write_text(kernel)
+    files = sim.collect(tmp_path, [task.id], {task.id: task})[task.id]
+    assert set(files) == {"ann", "ben"} and "harness" not in files["ann"] and "add_mask2_kernel" in files["ann"]
+    assert sim.collect(tmp_path, [task.id])[task.id].keys() == {"ben"}  # without the tasks, .py files only
+    (pair,) = sim.compare_files(task.id, files, sim.boilerplate(task.folder))
+    assert pair.score > sim.THRESHOLD

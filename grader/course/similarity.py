@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.config import Homework, TaskSpec
+from grader.gates.notebook import NotebookFolder
 
 K = 20
 """Tokens per k-gram, about a statement and a half (`V=V.load(V+V,mask=V,other=N).to(V.float32)<nl>` is 20). On the
@@ -376,14 +377,23 @@ def compare_files(task: str, files: dict[str, str], given: Boilerplate = Boilerp
     return sorted(pairs, key=lambda p: (-p.score, -p.shared_tokens, p.student_a, p.student_b))
 
 
-def collect(root: Path, task_ids: Iterable[str]) -> dict[str, dict[str, str]]:
-    """task id -> student -> source, from `root/<student>/<task_id>.py` (hidden folders skipped, as batch does)."""
+def collect(root: Path, task_ids: Iterable[str], tasks: dict[str, TaskSpec] | None = None) -> dict[str, dict[str, str]]:
+    """task id -> student -> source, from `root/<student>/<task_id>.py` (hidden folders skipped, as batch does);
+    with `tasks`, a student without that file but with a notebook defining the task is compared by the source
+    graded from it (grader/gates/notebook.py: the same extraction batch grades)."""
     students = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    notebooks = {s: NotebookFolder(root / s) for s in students} if tasks else {}
     found: dict[str, dict[str, str]] = {}
     for task_id in task_ids:
-        # surrogateescape: files that differ in bytes that are not UTF-8 still differ (byte-identical means bytes)
-        found[task_id] = {s: (root / s / f"{task_id}.py").read_bytes().decode("utf-8", errors="surrogateescape")
-                          for s in students if (root / s / f"{task_id}.py").is_file()}
+        found[task_id] = {}
+        for s in students:
+            path = root / s / f"{task_id}.py"
+            hit = notebooks[s].for_task(tasks[task_id]) if tasks and task_id in tasks and not path.is_file() else None
+            data = path.read_bytes() if path.is_file() else hit[1].source if hit else None
+            if data is not None:
+                # surrogateescape: files that differ in bytes that are not UTF-8 still differ (byte-identical means
+                # bytes)
+                found[task_id][s] = data.decode("utf-8", errors="surrogateescape")
     return found
 
 
@@ -458,11 +468,12 @@ def write_html(pairs: list[PairScore], files: dict[str, dict[str, str]], path: P
 
 def similarity_report(root: Path, homework: Homework, tasks: dict[str, TaskSpec], out: Path,
                       threshold: float = THRESHOLD) -> list[Path]:
-    """Compare every pair of `root/<student>/<task_id>.py` per task of `homework` and write
+    """Compare every pair of `root/<student>/<task_id>.py` (or what a student's notebook defines for the task) per
+    task of `homework` and write
     `out/similarity_<hw>.csv` (every pair) and `out/similarity_<hw>.html` (pairs above `threshold`). Returns the
     two paths. Tasks missing from `tasks` are skipped (the caller reports broken tasks)."""
     task_ids = [t for t in homework.tasks if t in tasks]
-    files = collect(root, task_ids)
+    files = collect(root, task_ids, tasks)
     pairs = [p for t in task_ids for p in compare_files(t, files[t], boilerplate(tasks[t].folder))]
     out.mkdir(parents=True, exist_ok=True)
     return [write_csv(pairs, out / f"similarity_{homework.id}.csv", threshold),
