@@ -14,11 +14,13 @@ judged fairly (the baseline slowed down beside it), has no measurement.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import hmac
 import io
 import json
+import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,8 +53,10 @@ def secret_of(out: Path) -> bytes:
     path = out / SECRET
     if not path.is_file():
         out.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_hex(32) + "\n")
-        path.chmod(0o600)
+        with contextlib.suppress(FileExistsError):  # created 0600 from the start; a concurrent batch's stays
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_hex(32) + "\n")
     return bytes.fromhex(path.read_text().strip())
 
 
