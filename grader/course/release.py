@@ -281,7 +281,8 @@ the GPU when there is one; `--device cpu` forces the interpreter. `--json out.js
 ## The tasks
 
 Read `tasks/<task>/spec.md`, start from `tasks/<task>/skeleton.py`, and submit one file per task named
-`<task>.py` (e.g. `{first}.py`).
+`<task>.py` (e.g. `{first}.py`), or one notebook (`.ipynb`) whose code cells define the tasks' kernels and
+functions: each task is graded from what its cells define (a `<task>.py` beside it wins for its task).
 
 | task | title | points | graded after you submit |
 | --- | --- | --- | --- |
