@@ -10,8 +10,9 @@ from grader.config import ROOT
 
 SCRIPT = r"""
 import importlib.util, torch, triton
-from grader.worker.interpreter import patch_interpreter_libdevice
+from grader.worker.interpreter import patch_interpreter_libdevice, patch_interpreter_scalars
 patch_interpreter_libdevice()  # rint, which the stock interpreter lacks
+patch_interpreter_scalars()  # a scalar as a range bound (triton 3.6's interpreter with NumPy >= 2.5)
 def load(folder, name):
     spec = importlib.util.spec_from_file_location(name, f"tasks/{folder}/solution.py")
     module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)

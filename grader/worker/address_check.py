@@ -223,7 +223,9 @@ class BoundsAudit:
                     if mask_at is None:  # atomic_cas has no mask: a wild lane cannot be turned off
                         raise MemoryError(f"{op}: an address outside every tensor of the launch")
                     args = list(args)
-                    args[mask_at] = handle_type(narrowed, mask.dtype)
+                    # triton 3.9 hands a descriptor's mask over as a TensorHandle, triton 3.6 as a bare NumPy array
+                    # (whose `.data` the load reads): the narrowed mask goes back in the form it came in
+                    args[mask_at] = handle_type(narrowed, mask.dtype) if isinstance(mask, handle_type) else narrowed
                 return orig(self, *args, **kwargs)
 
             setattr(builder, name, method)
