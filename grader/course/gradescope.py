@@ -78,10 +78,15 @@ GOT_EXPECTED = re.compile(r"(\w+\[[\d, ]*\]) got (\S+?) expected (\S+?)(?=;|$|\s
 """The judge's "q[2, 0] got 5 expected 4" pairs (grader/judge `compare_values`), for a Markdown table."""
 
 
-def got_expected_table(message: str, rows: int = 8) -> str:
-    """A Markdown table of the first `rows` elements a failing test's message lists with got and expected, or ""
-    when it lists none (Gradescope renders it under the message's code block)."""
-    found = GOT_EXPECTED.findall(message or "")[:rows]
+def got_expected(message: str, rows: int = 8) -> list[tuple[str, str, str]]:
+    """(element, got, expected) of the first `rows` elements a failing test's message lists."""
+    return GOT_EXPECTED.findall(message or "")[:rows]
+
+
+def got_expected_table(message: str) -> str:
+    """A Markdown table of `got_expected(message)`, or "" when the message lists none (Gradescope renders it under
+    the message's code block)."""
+    found = got_expected(message)
     if not found:
         return ""
     cells = ["| element | got | expected |", "| --- | ---: | ---: |"]
@@ -93,7 +98,7 @@ def got_expected_table(message: str, rows: int = 8) -> str:
 def picture_html(message: str, png: bytes, name: str) -> str:
     """A failing test's output as HTML: its message as written, the got/expected table, and its picture embedded
     as a data URI (Gradescope renders no image file from the results folder; an embedded one it shows)."""
-    rows = GOT_EXPECTED.findall(message or "")[:8]
+    rows = got_expected(message)
     table = ("<table><tr><th>element</th><th>got</th><th>expected</th></tr>"
              + "".join(f"<tr><td><code>{html.escape(w)}</code></td><td>{html.escape(g)}</td><td>{html.escape(e)}</td>"
                        "</tr>" for w, g, e in rows) + "</table>") if rows else ""

@@ -226,9 +226,9 @@ CI_TOOLCHAIN = {"torch": "2.13.0", "triton": "3.9.0"}
 
 
 def toolchain_of(config: Path = ROOT / "config.yaml") -> dict[str, str]:
-    """The torch and triton the course grades with (config.yaml `toolchain`), else CI's."""
-    named = (yaml.safe_load(config.read_text()) or {}).get("toolchain") or {}
-    return {name: str(named.get(name) or pin) for name, pin in CI_TOOLCHAIN.items()}
+    """The torch and triton the course grades with (config.yaml `toolchain`, as load_config validates it), else
+    CI's."""
+    return load_config(config).toolchain or dict(CI_TOOLCHAIN)
 
 
 def setup_script(config: Path = ROOT / "config.yaml") -> str:

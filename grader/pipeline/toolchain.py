@@ -29,8 +29,8 @@ class ApiDifference:
     """What a student writes."""
     error: str
     """Text of the error the version without it raises (matched in a failing test's message)."""
-    works_with: str
-    """Triton versions (a prefix each, comma-separated) where it works."""
+    works_with: tuple[str, ...]
+    """Triton releases where it works (each names its patch releases too: `3.6` is every 3.6.x)."""
     instead: str
     """What works on every supported version."""
 
@@ -38,7 +38,7 @@ class ApiDifference:
 KNOWN: tuple[ApiDifference, ...] = (
     ApiDifference(api="block pointers (tl.make_block_ptr, tl.advance)",
                   error="Block pointers have been removed",
-                  works_with="3.6",
+                  works_with=("3.6",),
                   instead="pointer arithmetic: offsets from tl.arange and a mask for the edges"),
 )
 """Known differences between the triton versions the grader supports (3.6 on the GPU box, 3.9 in CI and the
@@ -78,10 +78,9 @@ def note(environment: dict, course: dict[str, str]) -> str:
 def explain(message: str, triton_version: str | None) -> str:
     """The line a failing test's `message` gains when a known API difference caused it, naming the versions."""
     for diff in KNOWN:
-        if diff.error in message and not any(same_release(triton_version, v.strip())
-                                             for v in diff.works_with.split(",")):
-            return (f"triton {triton_version} has no {diff.api}: they work with triton {diff.works_with} only. To "
-                    f"pass on every supported version, use {diff.instead} ({GUIDE}).")
+        if diff.error in message and not any(same_release(triton_version, v) for v in diff.works_with):
+            return (f"triton {triton_version} has no {diff.api}: they work with triton {' and '.join(diff.works_with)} "
+                    f"only. To pass on every supported version, use {diff.instead} ({GUIDE}).")
     return ""
 
 
