@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grader.config import ROOT, discover_tasks, load_config  # noqa: E402
 from grader.course.batch import run_batch  # noqa: E402
 from grader.pipeline.grading import resolve_device  # noqa: E402
+from grader.pipeline.result import PROFILE_ENV  # noqa: E402
 
 
 def tag_kernels(source: str, tag: str) -> str:
@@ -131,12 +132,16 @@ def stage_report(results: Path) -> None:
           "(in all)", flush=True)
 
 
-def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, profile: int = 0) -> float:
+def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, profile: int = 0,
+          profile_judge: int = 0) -> float:
     work = Path(tempfile.mkdtemp(prefix="bench-class-"))
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
     os.environ["GRADER_TRITON_SHARED"] = str(work / "triton-shared")  # the grader's shared cache starts cold too
     os.environ["GRADER_STAFF_TIMING"] = str(work / "staff-timing")  # and so do the staff's timing runs
     root = synthetic_class(n, work / "subs", identical)
+    if profile_judge:  # every job's judging, profiled in the process that judges it (grader/pipeline/result.py)
+        (work / "judge-profiles").mkdir()
+        os.environ[PROFILE_ENV] = str(work / "judge-profiles")
     before = cpu_times()
     prof = cProfile.Profile() if profile else None
     start = time.perf_counter()
@@ -161,6 +166,12 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
     if prof:  # this process only: the oracle, the judge (with grading.judges 0) and the orchestration
         for key in ("cumulative", "tottime"):
             pstats.Stats(prof).sort_stats(key).print_stats(profile)
+    profiles = sorted(str(p) for p in (work / "judge-profiles").glob("*.prof"))
+    if profiles:
+        os.environ.pop(PROFILE_ENV, None)
+        print(f"judge   : {len(profiles)} jobs' judging, profiled", flush=True)
+        for key in ("cumulative", "tottime"):
+            pstats.Stats(*profiles).sort_stats(key).print_stats(profile_judge)
     shutil.rmtree(work, ignore_errors=True)
     return seconds
 
@@ -175,6 +186,8 @@ def main() -> int:
     parser.add_argument("--judges", type=int, default=None, help="override config.yaml's grading.judges")
     parser.add_argument("--identical", action="store_true", help="copies share kernel sources (and compilations)")
     parser.add_argument("--no-speed-tier", action="store_true", help="grade without the tasks' speed tests")
+    parser.add_argument("--profile-judge", type=int, default=0, metavar="N",
+                        help="profile every job's judging (in the judge processes) and print the N costliest functions")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="profile this process in the parallel run and print its N costliest functions")
     args = parser.parse_args()
@@ -196,7 +209,8 @@ def main() -> int:
               f"{serial * 200:.0f} s for 200", flush=True)
     if not args.students:
         return 0
-    parallel = timed(args.students, args.workers, device, hw, tasks, cfg, args.identical, args.profile)
+    parallel = timed(args.students, args.workers, device, hw, tasks, cfg, args.identical, args.profile,
+                     args.profile_judge)
     kind = ", identical copies" if args.identical else ""
     print(f"parallel: {args.students} students ({files} files{kind}) in {parallel:.1f} s on {device}"
           f" (judges: {'auto' if cfg.judges < 0 else cfg.judges})")

@@ -253,3 +253,37 @@ def test_an_address_finding_names_only_what_has_the_form_of_a_name():
                               "op": "x = 1", "dtype": "secret", "line": "7"})
     assert forged.startswith("a kernel: an access touched 11 element(s) past the end of a tensor (5 ? elements"), \
         forged
+
+
+def test_accepted_ranges_are_computed_once_and_travel_with_the_answers(tmp_path, monkeypatch):
+    """The trusted side computes each answer's accepted range once (`ranges_of`) and saves it with the answers; a
+    judge process that loads them (`keep_ranges`) judges with them without computing them again, and with the
+    same verdicts (the file is read as the judge reads it: weights_only)."""
+    from types import SimpleNamespace
+
+    rounded = OutputSpec("q", "int8", compare="rounded", window=1e-3)
+    close = OutputSpec("y", "float16", compare="close", rtol=1e-2, atol=1e-3)
+    exact = OutputSpec("n", "int32")
+    x = torch.randn(1000, dtype=torch.float64) * 50
+    case = judge.CaseData("c", [x.half()], {}, (x.clamp(-127, 127), x, torch.arange(3, dtype=torch.int32)))
+    task = SimpleNamespace(outputs=[rounded, close, exact])
+    ranges = judge.ranges_of(task, case)
+    assert [len(r) for r in ranges] == [1, 1, 0]  # one range per rule and dtype; exact has none
+    torch.save({"expected": [list(case.expected)], "ranges": [ranges]}, tmp_path / "answers.pt")
+    saved = torch.load(tmp_path / "answers.pt", weights_only=True)
+    expected = tuple(saved["expected"][0])
+    judge.keep_ranges(expected, saved["ranges"][0])
+
+    def computed_again(*_args):
+        raise AssertionError("computed again")
+
+    monkeypatch.setattr(judge, "rounded_bounds", computed_again)
+    monkeypatch.setattr(judge, "close_tolerance", computed_again)
+    right_q = torch.round(x.clamp(-127, 127)).to(torch.int8)
+    assert judge.passes_fast(rounded, right_q, expected[0])
+    assert not judge.passes_fast(rounded, right_q + 2, expected[0])
+    assert judge.passes_fast(close, x.half(), expected[1])
+    assert not judge.passes_fast(close, (x * 1.1).half(), expected[1])
+    for fresh, kept in zip(ranges, saved["ranges"][0]):
+        for (key, value), (key2, value2) in zip(fresh, kept):
+            assert key == tuple(key2) and all(torch.equal(a, b) for a, b in zip(value, value2))

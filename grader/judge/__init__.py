@@ -378,6 +378,28 @@ def accepted_range(out: OutputSpec, ref: torch.Tensor, dtype: torch.dtype) -> tu
     return found
 
 
+def ranges_of(task: TaskSpec, case: CaseData) -> list[list[tuple]]:
+    """Per output of `case`, the accepted ranges `accepted_range` keeps on its answer, computed for the output's
+    declared dtype: (key, range) pairs that the trusted side saves with the answers, so that every judge process
+    starts with them (`keep_ranges`) instead of computing them again (on the H100 box, 47 INT8 jobs: 2.1 of the
+    5.0 seconds a job took to judge, in 8 judge processes)."""
+    found = []
+    for out, ref in zip(task.outputs, case.expected or ()):
+        if isinstance(ref, torch.Tensor):
+            accepted_range(out, ref, resolve_dtype(out, case.args))
+            found.append(list(ref.__dict__.get("_grader_ranges", {}).items()))
+        else:
+            found.append([])
+    return found
+
+
+def keep_ranges(expected: tuple, ranges: list[list[tuple]]) -> None:
+    """Put `ranges_of`'s pairs back on the answers they were computed for."""
+    for ref, pairs in zip(expected, ranges):
+        if isinstance(ref, torch.Tensor) and pairs:
+            ref.__dict__.setdefault("_grader_ranges", {}).update({tuple(k): v for k, v in pairs})
+
+
 def passes_fast(out: OutputSpec, got: torch.Tensor, ref: torch.Tensor) -> bool:
     """True when every element of `got` passes the value check, decided in `got`'s own dtype (`accepted_range`, or
     bit equality for an exact rule); False means "look closer" (the float64 check decides, and says why)."""

@@ -66,7 +66,9 @@ class Prepared:
             if self.save_answers:
                 path = self.tree.answers_file(task.id)
                 path.parent.mkdir(parents=True, exist_ok=True)
-                torch.save([list(c.expected) for c in self.cases(task)], path)
+                cases = self.cases(task)  # with the accepted ranges, computed here once (judge.ranges_of)
+                torch.save({"expected": [list(c.expected) for c in cases],
+                            "ranges": [judge.ranges_of(task, c) for c in cases]}, path)
             self._answered.add(task.id)
 
     def case_paths(self, task: TaskSpec) -> dict[int, Path]:
