@@ -310,11 +310,15 @@ except Exception as exc:
 def test_a_compiled_baseline_runs_in_the_sandbox_only_when_loaded_from_memory(tmp_path, how, expected):
     """torch.compile (Dynamo) opens the source file of what it compiles, and the sandbox refuses the task folder:
     a baseline imported from its file fails there; `timing.load_baseline` (the worker's way) compiles."""
+    import os
     import subprocess
     import sys
 
+    # No GPU for it: with a CUDA build of torch and a GPU in view, Dynamo opens the device, which a CPU sandbox
+    # refuses ("CUDA-capable device(s) is/are busy or unavailable", torch 2.11 on the H100 box)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     out = subprocess.run([sys.executable, "-c", _COMPILE_IN_SANDBOX, how, str(tmp_path)], capture_output=True,
-                         text=True, timeout=300, cwd=ROOT).stdout
+                         text=True, timeout=300, cwd=ROOT, env=env).stdout
     if "NO-LANDLOCK" in out:
         pytest.skip("Landlock is not available here")
     assert expected in out, out
