@@ -2,14 +2,16 @@
 interpreted re-run of each case (grader/worker/main.py `interpret_runs`), on the CPU the cases themselves; guarded
 inputs, the address check's patches, every distinct config, one file per task.
 
-    python scripts/profile_address_check.py [--device cuda|cpu] [--tasks 10_quantize_global_int8 ...] [--top 25]
+    python scripts/profile_address_check.py [--device cuda|cpu] [--compare overflow|tuples]
+                                            [--tasks 10_quantize_global_int8 ...] [--top 25]
 
 Runs every case four times: once to warm up (the interpreter rewrites each kernel's AST on its first run), once
-with Triton's overflow checks as they come (`sanitize_overflow`), once without (grader/worker/interpreter.py
-`patch_interpreter_overflow_checks`, which the worker applies), and prints per task the seconds of those two,
-their ratio, and whether every output and every address finding is the same bit for bit; then, under cProfile,
-the functions that took the most time of their own in a fourth pass, without the checks. The CPU sizes of the
-cases are used on both devices (those are what the re-run interprets).
+without one of the worker's interpreter patches (grader/worker/interpreter.py; `--compare overflow`: Triton's
+overflow checks as they come, `patch_interpreter_overflow_checks`; `--compare tuples`: triton.language's tuples
+typed as they are made, `patch_interpreter_tuple_types`), once with it, and prints per task the seconds of those
+two, their ratio, and whether every output and every address finding is the same bit for bit; then, under
+cProfile, the functions that took the most time of their own in a fourth pass, with every patch. The CPU sizes
+of the cases are used on both devices (those are what the re-run interprets).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ DEFAULT = ["10_quantize_global_int8", "11_quantize_rowwise_int8", "12_matmul_int
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--compare", choices=["overflow", "tuples"], default="overflow")
     ap.add_argument("--tasks", nargs="*", default=DEFAULT)
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()
@@ -50,13 +53,14 @@ def main() -> int:
         patch_interpreter_nested_calls,
         patch_interpreter_overflow_checks,
         patch_interpreter_scalars,
+        patch_interpreter_tuple_types,
     )
     from grader.worker.main import Instruments, find_autotuners, interpreted_key, run_case, unspecialize
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print("no GPU: use --device cpu", file=sys.stderr)
         return 2
-    if args.device == "cpu":  # patch_interpreter() less the overflow patch, which this script toggles
+    if args.device == "cpu":  # patch_interpreter() less the two patches this script toggles
         patch_interpreter_libdevice()
         patch_interpreter_scalars()
         patch_interpreter_nested_calls()
@@ -111,22 +115,30 @@ def main() -> int:
 
     import grader.worker.interpreter as gi
 
-    def overflow_checks(on: bool) -> None:
-        """On: the options as Triton has them, and patch_interpreter (which interpreted() applies on every call)
-        leaves them so; off: the grader's patch."""
-        gi.patch_interpreter_overflow_checks = (lambda: False) if on else patch_interpreter_overflow_checks
-        ti.interpreter_builder.options = dataclasses.replace(ti.interpreter_builder.options, sanitize_overflow=on)
+    def overflow_patch(on: bool) -> bool:
+        """Off: the options as Triton has them, and patch_interpreter (which interpreted() applies on every call)
+        leaves them so; on: the grader's patch."""
+        gi.patch_interpreter_overflow_checks = patch_interpreter_overflow_checks if on else (lambda: False)
+        ti.interpreter_builder.options = dataclasses.replace(ti.interpreter_builder.options,
+                                                             sanitize_overflow=not on)
+        return patch_interpreter_overflow_checks() or not ti.interpreter_builder.options.sanitize_overflow if on \
+            else False
 
+    def tuple_patch(on: bool) -> bool:
+        gi.patch_interpreter_tuple_types = patch_interpreter_tuple_types if on else (lambda: False)
+        return patch_interpreter_tuple_types(lazy=on)
+
+    toggle, other = (overflow_patch, tuple_patch) if args.compare == "overflow" else (tuple_patch, overflow_patch)
+    other(True)
+    toggle(False)
     one_pass()  # warm-up
-    overflow_checks(True)
     before = one_pass()
-    overflow_checks(False)
-    changed = patch_interpreter_overflow_checks() or not ti.interpreter_builder.options.sanitize_overflow
+    changed = toggle(True)
     after = one_pass()
     profile = cProfile.Profile()
     one_pass(profile)
-    print(f"device {args.device}; overflow checks left out: {changed}")
-    print(f"{'task':<36} {'with checks':>12} {'without':>9} {'ratio':>6}  same outputs and findings")
+    print(f"device {args.device}; patch {args.compare!r} applied: {changed}")
+    print(f"{'task':<36} {'without it':>12} {'with it':>9} {'ratio':>6}  same outputs and findings")
     for task_id in args.tasks:
         (t0, s0), (t1, s1) = before[task_id], after[task_id]
         same = len(s0) == len(s1) and all(

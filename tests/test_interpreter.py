@@ -114,3 +114,49 @@ def test_python_min_and_max_of_tensors_in_a_kernel_are_elementwise_as_on_a_gpu(t
         done = subprocess.run([sys.executable, str(tmp_path / name)], cwd=ROOT, env=env, capture_output=True,
                               text=True, timeout=300)
         assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+_TUPLES = """
+import sys, torch, triton, triton.language as tl
+from triton.language import core
+from grader.worker.interpreter import patch_interpreter_tuple_types
+
+def types(values):
+    t = core.tuple(values)
+    fields = t.type.fields
+    return str(t.type), None if fields is None else list(fields)
+
+x = core.tensor(None, core.block_type(tl.float32, [4, 8]))
+cases = [[1, 2], [x, 3, tl.float16], [core.tuple([5, x]), x]]
+eager = [types(v) for v in cases]
+named = core.tuple([x, 1], core.tuple_type([x.type, core.constexpr_type(1)], ["a", "b"]))
+assert patch_interpreter_tuple_types()
+assert "type" not in vars(core.tuple([1, 2]))  # not made until read
+assert [types(v) for v in cases] == eager
+again = core.tuple([x, 1], core.tuple_type([x.type, core.constexpr_type(1)], ["a", "b"]))
+assert again.b == named.b == 1 and str(again.type) == str(named.type)
+t = core.tuple([1, 2])
+t._setitem(0, x)  # the one way a tuple's values change: its type is made again
+assert str(t.type) == types([x, 2])[0]
+
+@triton.jit
+def k(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]
+    tl.store(y_ptr + offs, tl.sum(tl.load(x_ptr + offs), axis=1)[:, None] + 0 * offs)
+
+a = torch.arange(16.0).reshape(4, 4); out = torch.empty_like(a)
+k[(1,)](a, out, N=4)
+assert torch.equal(out, a.sum(1, keepdim=True).expand(4, 4))
+assert patch_interpreter_tuple_types(lazy=False) and "type" in vars(core.tuple([1, 2]))
+print("ok")
+"""
+
+
+def test_a_tuples_type_is_made_when_first_read_and_is_the_same():
+    """grader/worker/interpreter.py `patch_interpreter_tuple_types`: the types it makes when first read are the
+    ones Triton makes at once (plain, nested, named, after `_setitem`), a kernel interprets as before, and the
+    patch comes off."""
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    out = subprocess.run([sys.executable, "-c", _TUPLES], capture_output=True, text=True, timeout=300, env=env,
+                         cwd=Path(__file__).parents[1])
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]

@@ -24,6 +24,7 @@ def patch_interpreter() -> dict:
     them. Returns the libdevice originals (`patch_interpreter_libdevice`)."""
     originals = patch_interpreter_libdevice()
     patch_interpreter_overflow_checks()
+    patch_interpreter_tuple_types()
     patch_interpreter_scalars()
     patch_interpreter_nested_calls()
     patch_interpreter_minmax()
@@ -48,6 +49,54 @@ def patch_interpreter_overflow_checks() -> bool:
     if options is None or getattr(options, "debug", True) or not getattr(options, "sanitize_overflow", False):
         return False
     builder.options = dataclasses.replace(options, sanitize_overflow=False)
+    return True
+
+
+_TUPLE_INIT: list = []
+"""triton.language's own `tuple.__init__`, once `patch_interpreter_tuple_types` has replaced it."""
+
+
+def patch_interpreter_tuple_types(lazy: bool = True) -> bool:
+    """Make a triton.language tuple's type when it is first read, not whenever a tuple is made. Every tensor holds
+    its shape as such a tuple, and making its type (a tuple_type per value, and the printed name of the whole) was
+    the largest single cost of the interpreter under triton 3.6 and 3.9: 1.2 million tuples in the address check's
+    re-run of tasks 10-14 (scripts/profile_address_check.py --compare tuples). The type is the same, made from the
+    same values (a tuple's values change only through `_setitem`, which makes the type again); the compiler
+    reads it as before. `lazy=False` puts Triton's own back. Returns whether it applied."""
+    import functools
+
+    from triton.language import core
+
+    cls = core.tuple
+    if not _TUPLE_INIT:
+        try:
+            source = inspect.getsource(cls.__init__)
+        except (OSError, TypeError):
+            return False
+        if "_type_for_tuple_values(self.values)" not in source or "type" in vars(cls):
+            return False  # another Triton: left as it is
+        _TUPLE_INIT.append(cls.__init__)
+    if not lazy:
+        cls.__init__ = _TUPLE_INIT[0]
+        if isinstance(vars(cls).get("type"), functools.cached_property):
+            delattr(cls, "type")
+        return True
+
+    def __init__(self, args, type=None):  # noqa: A002 - Triton's own parameter name
+        self.values = [i for i in args]
+        if isinstance(type, core.tuple_type):
+            self.type = type
+        elif type is not None:  # make_template in ASTFunction.deserialize may pass a list or tuple
+            self.type = core.tuple_type(type)
+        # else: `type` is made from the values when first read (below)
+
+    def made_type(self):
+        return core._type_for_tuple_values(self.values)
+
+    made = functools.cached_property(made_type)
+    made.__set_name__(cls, "type")
+    cls.type = made
+    cls.__init__ = __init__
     return True
 
 
