@@ -8,7 +8,8 @@ inputs, the address check's patches, every distinct config, one file per task.
 Runs every case four times: once to warm up (the interpreter rewrites each kernel's AST on its first run), once
 without one of the worker's interpreter patches (grader/worker/interpreter.py; `--compare overflow`: Triton's
 overflow checks as they come, `patch_interpreter_overflow_checks`; `--compare tuples`: triton.language's tuples
-typed as they are made, `patch_interpreter_tuple_types`), once with it, and prints per task the seconds of those
+typed as they are made, `patch_interpreter_tuple_types`; `--compare dots`: 8-bit integer dots in NumPy's integer
+matmul, `patch_interpreter_integer_dots`), once with it, and prints per task the seconds of those
 two, their ratio, and whether every output and every address finding is the same bit for bit; then, under
 cProfile, the functions that took the most time of their own in a fourth pass, with every patch. The CPU sizes
 of the cases are used on both devices (those are what the re-run interprets).
@@ -35,7 +36,7 @@ DEFAULT = ["10_quantize_global_int8", "11_quantize_rowwise_int8", "12_matmul_int
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    ap.add_argument("--compare", choices=["overflow", "tuples"], default="overflow")
+    ap.add_argument("--compare", choices=["overflow", "tuples", "dots"], default="overflow")
     ap.add_argument("--tasks", nargs="*", default=DEFAULT)
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()
@@ -48,6 +49,7 @@ def main() -> int:
     from grader.worker.address_check import BoundsAudit
     from grader.worker.interpreter import (
         interpreted,
+        patch_interpreter_integer_dots,
         patch_interpreter_libdevice,
         patch_interpreter_minmax,
         patch_interpreter_nested_calls,
@@ -128,9 +130,14 @@ def main() -> int:
         gi.patch_interpreter_tuple_types = patch_interpreter_tuple_types if on else (lambda: False)
         return patch_interpreter_tuple_types(lazy=on)
 
-    toggle, other = (overflow_patch, tuple_patch) if args.compare == "overflow" else (tuple_patch, overflow_patch)
-    other(True)
-    toggle(False)
+    def dot_patch(on: bool) -> bool:
+        gi.patch_interpreter_integer_dots = patch_interpreter_integer_dots if on else (lambda: False)
+        return patch_interpreter_integer_dots(fast=on)
+
+    patches = {"overflow": overflow_patch, "tuples": tuple_patch, "dots": dot_patch}
+    toggle = patches[args.compare]
+    for name, patch in patches.items():
+        patch(name != args.compare)
     one_pass()  # warm-up
     before = one_pass()
     changed = toggle(True)

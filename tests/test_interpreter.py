@@ -160,3 +160,49 @@ def test_a_tuples_type_is_made_when_first_read_and_is_the_same():
     out = subprocess.run([sys.executable, "-c", _TUPLES], capture_output=True, text=True, timeout=300, env=env,
                          cwd=Path(__file__).parents[1])
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
+
+
+_DOTS = """
+import numpy as np
+from triton.runtime import interpreter
+import triton.language as tl
+from grader.worker.interpreter import patch_interpreter_integer_dots
+
+builder = interpreter.interpreter_builder
+H = interpreter.TensorHandle
+rng = np.random.default_rng(0)
+
+def dot(x, y, acc, xt, yt):
+    return builder.create_dot(H(x, xt), H(y, yt), H(acc, tl.int32), None, None).data
+
+cases = []
+shapes = [(16, 64, 32, "ii"), (1, 1, 1, "ii"), (64, 32767, 3, "uu"), (5, 200, 7, "ui"), (3, 40000, 2, "ii")]
+for m, k, n, kinds in shapes:
+    x = (rng.integers(0, 256, (m, k)) if kinds[0] == "u" else rng.integers(-128, 128, (m, k))).astype(
+        np.uint8 if kinds[0] == "u" else np.int8)
+    y = (rng.integers(0, 256, (k, n)) if kinds[1] == "u" else rng.integers(-128, 128, (k, n))).astype(
+        np.uint8 if kinds[1] == "u" else np.int8)
+    acc = rng.integers(-2**31, 2**31, (m, n)).astype(np.int32)  # wraps around when added, both ways
+    cases.append((x, y, acc, tl.uint8 if kinds[0] == "u" else tl.int8, tl.uint8 if kinds[1] == "u" else tl.int8))
+stock = [dot(*c) for c in cases]
+assert patch_interpreter_integer_dots()
+calls = []
+original = np.matmul
+np.matmul = lambda a, b, **kw: calls.append(a.dtype) or original(a, b, **kw)
+fast = [dot(*c) for c in cases]
+np.matmul = original
+assert all(s.dtype == f.dtype == np.int32 and np.array_equal(s, f) for s, f in zip(stock, fast))
+assert calls == [np.float64] * 4 + [np.int8], calls  # K = 40000 goes the interpreter's own way
+assert patch_interpreter_integer_dots(fast=False)
+print("ok")
+"""
+
+
+def test_integer_dots_in_float64_give_the_interpreters_bits():
+    """grader/worker/interpreter.py `patch_interpreter_integer_dots`: 8-bit integer dots through float64 BLAS
+    give the interpreter's int32 results bit for bit (signed, unsigned, mixed, K up to 32767, an accumulator that
+    wraps), and a longer K goes the interpreter's own way."""
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    out = subprocess.run([sys.executable, "-c", _DOTS], capture_output=True, text=True, timeout=300, env=env,
+                         cwd=Path(__file__).parents[1])
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
