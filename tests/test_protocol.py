@@ -264,3 +264,61 @@ def test_the_submission_is_read_once(cfg, small10, tmp_path):
     (result,) = grade_jobs([Job(small10, path, "ann", SOLUTION.encode())], cfg, "cpu", workers=1)
     assert result.score == result.max_score > 0
     assert result.submission_sha256 == hashlib.sha256(SOLUTION.encode()).hexdigest()
+
+
+def test_a_live_stream_is_read_on_from_where_the_last_look_stopped(tmp_path):
+    """StatusTail: the last status so far, through other frames by their headers, a frame not yet whole left for
+    the next look, and a garbled one ending the looking with the last status kept."""
+    import os
+
+    from grader.protocol import HEADER, MAGIC, Kind, RecordWriter, StatusTail
+
+    path = tmp_path / "records"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    writer, tail = RecordWriter(fd), StatusTail(path)
+    assert tail.latest() == {}
+    writer.json(Kind.STATUS, {"case": "a", "index": 0})
+    writer.tensors(Kind.CASE, 0, {"id": "a", "runs": []})
+    assert tail.latest() == {"case": "a", "index": 0}
+    body = b'{"case": "b", "auditing": true}'
+    os.write(fd, HEADER.pack(MAGIC, int(Kind.STATUS), 0, len(body)) + body[:10])  # half a frame: not yet
+    assert tail.latest() == {"case": "a", "index": 0}
+    os.write(fd, body[10:])
+    assert tail.latest() == {"case": "b", "auditing": True}
+    os.write(fd, b"\0" * HEADER.size)  # garbled: the looking ends there
+    writer.json(Kind.STATUS, {"case": "c"})
+    assert tail.latest() == {"case": "b", "auditing": True} and tail.garbled
+    os.close(fd)
+
+
+_QUIET_WORKER = """
+import os, sys, time
+from grader.protocol import Kind, RecordWriter
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+RecordWriter(fd).json(Kind.STATUS, {"case": "a", "index": 0, "auditing": sys.argv[2] == "audit"})
+time.sleep(float(sys.argv[3]))
+"""
+
+
+@pytest.mark.parametrize("phase, quiet, expected", [("graded", 4.0, ("stalled", 1.5)), ("audit", 3.0, ("ended", 0.0)),
+                                                    ("audit", 8.0, ("stalled", 5.0))])
+def test_a_worker_is_stopped_after_the_stall_limit_of_what_it_says_it_is_doing(tmp_path, phase, quiet, expected):
+    """grader/isolation/runner.py `_wait` on CUDA with the address check: a graded call that goes quiet is stopped
+    after the stall limit (1.5 s here), the address check's interpreted re-run only after its own (5 s here: the
+    CPU's); a quiet re-run that ends in time is not stopped."""
+    import subprocess
+    import sys
+
+    from grader.config import ROOT
+    from grader.isolation.runner import _Spawned, _wait
+
+    records = tmp_path / "records"
+    records.touch()
+    proc = _Spawned(subprocess.Popen([sys.executable, "-c", _QUIET_WORKER, str(records), phase, str(quiet)],
+                                     cwd=ROOT))
+    try:
+        ended, _quiet, limit = _wait(proc, 30.0, 1.5, records, audit_stall_s=5.0)
+    finally:
+        proc.popen.kill()
+        proc.popen.wait()
+    assert (ended, limit) == expected

@@ -28,6 +28,7 @@ from grader.protocol import (
     Kind,
     PerfItem,
     RecordStream,
+    StatusTail,
     WorkerJob,
     WorkerRun,
     create_trusted,
@@ -62,6 +63,9 @@ class JobSpec:
     perf: list[PerfItem] = field(default_factory=list)
     """Speed tests to time after the cases (grader/worker/main.py)."""
     stall_s: float = 0.0
+    audit_stall_s: float = 0.0
+    """The stall limit while the worker's last report says it is in the address check's interpreted re-run (CUDA:
+    the CPU's limit, since the re-run interprets the CPU's inputs); 0: `stall_s` throughout."""
     """Stop a worker that reports no progress for this long (counted from its start); 0: only the time limit."""
     sandbox: dict | None = None
     """The worker's sandbox (grader/worker/sandbox.py): {"limits": {...}}, or None for none (config:
@@ -217,8 +221,8 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
         os.close(log_fd)
         os.close(records_fd)
     dropped = [0]
-    ended, quiet_s = _wait(proc, timeout_s, spec.stall_s, records_path, lambda: dropped.__setitem__(
-        0, dropped[0] + cap_log(log_path)))
+    ended, quiet_s, stalled_s = _wait(proc, timeout_s, spec.stall_s, records_path, lambda: dropped.__setitem__(
+        0, dropped[0] + cap_log(log_path)), spec.audit_stall_s)
     timed_out = ended != "ended"
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
@@ -232,7 +236,7 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
                 f"worker printed here] ...\n" + text[-(3 * LOG_TAIL) // 4:])
     return WorkerRun(records=records_path, returncode=None if timed_out else proc.returncode, timed_out=timed_out,
                      seconds=time.monotonic() - start, log=text, run_id=run_id, cases=list(cases),
-                     stalled_s=spec.stall_s if ended == "stalled" else 0.0, quiet_s=round(quiet_s, 2),
+                     stalled_s=stalled_s, quiet_s=round(quiet_s, 2),
                      sees_hidden=spec.sees_hidden, perf=bool(spec.perf))
 
 
@@ -250,33 +254,42 @@ SAFE_PATH = ("-P",) if sys.version_info >= (3, 11) else ()
 
 
 def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Path,
-          each: Callable[[], None] = lambda: None) -> tuple[str, float]:
+          each: Callable[[], None] = lambda: None, audit_stall_s: float = 0.0) -> tuple[str, float, float]:
     """Wait for the worker: "ended", "timeout" (still running at `timeout_s`) or "stalled" (its record stream
-    unchanged for `stall_s` seconds; 0: no stall limit), and the longest stretch it went without a progress
-    report (0 without a stall limit). The stream's time is the worker's doing, so a worker can only delay its
-    stop this way, never past the time limit. `each` runs at every look (the log's cap)."""
+    unchanged for `stall_s` seconds, or `audit_stall_s` while its last report says `auditing`; 0: no stall
+    limit), the longest stretch it went without a progress report (0 without a stall limit), and the stall limit
+    that stopped it (0 if none did). The stream's
+    time and reports are the worker's doing, so a worker can only delay its stop this way (to the longer of the
+    two limits), never past the time limit. `each` runs at every look (the log's cap)."""
+    tail = StatusTail(status) if audit_stall_s > stall_s else None
     start = time.monotonic()
     last = time.time()  # the stall clock starts with the worker
     quiet = 0.0
     while True:
         left = timeout_s - (time.monotonic() - start)
         if left <= 0:
-            return "timeout", max(quiet, time.time() - last)
+            return "timeout", max(quiet, time.time() - last), 0.0
         each()
         if not stall_s:
             if proc.wait(min(left, POLL_S)):
-                return "ended", 0.0
+                return "ended", 0.0, 0.0
             continue
         if proc.wait(min(left, POLL_S, max(0.05, stall_s / 20))):
-            return "ended", max(quiet, time.time() - last)
+            return "ended", max(quiet, time.time() - last), 0.0
         try:
             mtime = status.stat().st_mtime
             if mtime > last:
                 quiet, last = max(quiet, mtime - last), mtime
         except OSError:
             pass
-        if time.time() - last > stall_s:
-            return "stalled", time.time() - last
+        quiet_now = time.time() - last
+        if quiet_now > stall_s:
+            # A hang of a graded call costs `stall_s`; the address check's interpreted re-run (a call on the
+            # CPU's inputs, in the interpreter) may go quiet for as long as a CPU call (issue 30: with one limit
+            # for both, a hanging file on CUDA cost 120 s per shard, and set a class's last file).
+            limit = audit_stall_s if tail is not None and tail.latest().get("auditing") else stall_s
+            if quiet_now > limit:
+                return "stalled", quiet_now, limit
 
 
 class _Spawned:

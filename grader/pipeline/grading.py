@@ -240,11 +240,11 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 warm_shared_cache([contexts[n][0].task for n in runnable], device, cfg, prepared, tree, pool)
             for n in runnable:
                 job, folders, _ = contexts[n]
-                timeout_s, stall_s = cfg.limits(job.task, device)
+                timeout_s, stall_s, audit_stall_s = cfg.limits(job.task, device)
                 base_spec = JobSpec(job.module_path, job.task.entry, list(job.task.kernels), device,
                                     prepared.case_paths(job.task), timeout_s, benchmark_autotune,
                                     fork_server=cfg.fork_server, specialize=specialize[n],
-                                    launch=launch_job(job.task), stall_s=stall_s,
+                                    launch=launch_job(job.task), stall_s=stall_s, audit_stall_s=audit_stall_s,
                                     sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile, bounds=cfg.bounds,
                                     writes=cfg.writes, source=job.read())
                 public = [("shard", n, k) for k, indices in enumerate(plan[n])

@@ -269,6 +269,48 @@ class RecordWriter:
         self._frame(kind, key, buf.getbuffer())
 
 
+class StatusTail:
+    """The trusted side's running look at a live worker's stream: its last STATUS frame so far, read on from where
+    the last look stopped (past other frames by their headers alone). A frame not yet whole waits for the next
+    look; a garbled one ends the looking (the last status stays). Never raises."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.status: dict = {}
+        self.garbled = False
+
+    def latest(self) -> dict:
+        if self.garbled:
+            return self.status
+        try:
+            fd = open_trusted(self.path)
+        except OSError:
+            return self.status
+        with os.fdopen(fd, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(self.offset)
+            while self.offset + HEADER.size <= size:
+                magic, kind, _key, length = HEADER.unpack(fh.read(HEADER.size))
+                limit = JSON_LIMIT if kind in (Kind.LOAD, Kind.STATUS) else TENSOR_LIMIT
+                if magic != MAGIC or kind not in Kind._value2member_map_ or length > limit:
+                    self.garbled = True
+                    break
+                start = self.offset + HEADER.size
+                if start + length > size:
+                    break
+                if kind == Kind.STATUS:
+                    try:
+                        status = json.loads(fh.read(length))
+                    except ValueError:
+                        status = None
+                    if isinstance(status, dict):
+                        self.status = status
+                fh.seek(start + length)
+                self.offset = start + length
+        return self.status
+
+
 class RecordStream:
     """The trusted side's reading of one worker run's record stream. Only the headers are read up front; a frame
     is read when asked for, and the last frame of a (kind, key) wins. `problem` says where a garbled stream broke."""

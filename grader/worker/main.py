@@ -378,7 +378,7 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
 
 
 def interpret_runs(entry, case: dict, module, inst: Instruments, tuners: list, runs: list[dict],
-                   bounds: BoundsAudit) -> None:
+                   bounds: BoundsAudit, progress=lambda: None) -> None:
     """On CUDA: each run's call again, its kernels in Triton's interpreter, on the inputs the CPU would grade
     (`case["audit"]`, or the case's own), so that grader/worker/address_check.py checks every address as it does on the
     CPU; its findings become the run's `bounds`. A call the interpreter cannot run is noted for staff (`bounds_note`)
@@ -394,6 +394,7 @@ def interpret_runs(entry, case: dict, module, inst: Instruments, tuners: list, r
         if key not in done:
             done[key] = run_case(entry, probe_case, "cuda", inst, tuners, index, None, bounds,
                                  view=lambda: interpreted(module, holders))
+            progress()  # one more interpreted call done (the runner's stall clock restarts)
         probe = done[key]
         record["bounds"] = probe.get("bounds") or []
         if probe.get("bounds_tampered"):
@@ -633,8 +634,12 @@ def main(job_file: Path, records_fd: int) -> int:
         if device == "cuda" and bounds is not None and not any(r.get("fatal") for r in runs):
             # Not through the gate: the kernels run in the interpreter, on the host; what reaches the GPU is a
             # copy of the CPU-size inputs, and a hold of seconds here would keep a timer waiting for as long.
+            # `auditing`: the runner's stall limit is the CPU's while the re-run runs (it interprets the CPU's inputs);
+            # a graded call that hangs is stopped after the CUDA one
+            audit = {"case": case["id"], "index": i, "runs": len(runs), "auditing": True}
+            status(audit)
             with stages.stage("address"):
-                interpret_runs(entry, case, module, inst, tuners, runs, bounds)
+                interpret_runs(entry, case, module, inst, tuners, runs, bounds, functools.partial(status, audit))
             status({"case": case["id"], "index": i, "runs": len(runs), "audited": True})
         t_save = time.perf_counter()
         with stages.stage("records"):
