@@ -269,6 +269,30 @@ class RecordWriter:
         self._frame(kind, key, buf.getbuffer())
 
 
+def _frame_at(fh, offset: int, size: int) -> tuple[int, int, int, int] | str:
+    """The frame at `offset` of a stream of `size` bytes (`fh` positioned there): (kind, key, payload start,
+    payload length), or why it cannot be read: "header" (the stream ends inside its header), "garbled", or "frame"
+    (the stream ends inside it)."""
+    head = fh.read(HEADER.size)
+    if len(head) < HEADER.size:
+        return "header"
+    magic, kind, key, length = HEADER.unpack(head)
+    limit = JSON_LIMIT if kind in (Kind.LOAD, Kind.STATUS) else TENSOR_LIMIT
+    if magic != MAGIC or kind not in Kind._value2member_map_ or length > limit:
+        return "garbled"
+    start = offset + HEADER.size
+    return "frame" if start + length > size else (kind, key, start, length)
+
+
+def _status_of(fh, length: int) -> dict | None:
+    """A STATUS frame's payload (`fh` at its start), if it reads as a JSON object."""
+    try:
+        status = json.loads(fh.read(length))
+    except ValueError:
+        return None
+    return status if isinstance(status, dict) else None
+
+
 class StatusTail:
     """The trusted side's running look at a live worker's stream: its last STATUS frame so far, read on from where
     the last look stopped (past other frames by their headers alone). A frame not yet whole waits for the next
@@ -290,22 +314,15 @@ class StatusTail:
         with os.fdopen(fd, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             fh.seek(self.offset)
-            while self.offset + HEADER.size <= size:
-                magic, kind, _key, length = HEADER.unpack(fh.read(HEADER.size))
-                limit = JSON_LIMIT if kind in (Kind.LOAD, Kind.STATUS) else TENSOR_LIMIT
-                if magic != MAGIC or kind not in Kind._value2member_map_ or length > limit:
-                    self.garbled = True
+            while self.offset < size:
+                frame = _frame_at(fh, self.offset, size)
+                if isinstance(frame, str):
+                    self.garbled = frame == "garbled"
                     break
-                start = self.offset + HEADER.size
-                if start + length > size:
-                    break
-                if kind == Kind.STATUS:
-                    try:
-                        status = json.loads(fh.read(length))
-                    except ValueError:
-                        status = None
-                    if isinstance(status, dict):
-                        self.status = status
+                kind, _key, start, length = frame
+                status = _status_of(fh, length) if kind == Kind.STATUS else None
+                if status is not None:
+                    self.status = status
                 fh.seek(start + length)
                 self.offset = start + length
         return self.status
@@ -332,29 +349,18 @@ class RecordStream:
             size = os.fstat(fh.fileno()).st_size
             offset = 0
             while offset < size:
-                head = fh.read(HEADER.size)
-                if len(head) < HEADER.size:
-                    self.problem = f"the stream ends inside a frame header at byte {offset}"
+                frame = _frame_at(fh, offset, size)
+                if isinstance(frame, str):
+                    self.problem = {"header": f"the stream ends inside a frame header at byte {offset}",
+                                    "garbled": f"a garbled frame at byte {offset}",
+                                    "frame": f"the stream ends inside a frame at byte {offset}"}[frame]
                     break
-                magic, kind, key, length = HEADER.unpack(head)
-                limit = JSON_LIMIT if kind in (Kind.LOAD, Kind.STATUS) else TENSOR_LIMIT
-                if magic != MAGIC or kind not in Kind._value2member_map_ or length > limit:
-                    self.problem = f"a garbled frame at byte {offset}"
-                    break
-                start = offset + HEADER.size
-                if start + length > size:
-                    self.problem = f"the stream ends inside a frame at byte {offset}"
-                    break
+                kind, key, start, length = frame
                 self.frames[(kind, key)] = (start, length)
-                if kind == Kind.STATUS:
-                    try:
-                        status = json.loads(fh.read(length))
-                    except ValueError:
-                        status = None
-                    if isinstance(status, dict):
-                        self.status = status
-                else:
-                    fh.seek(start + length)
+                status = _status_of(fh, length) if kind == Kind.STATUS else None
+                if status is not None:
+                    self.status = status
+                fh.seek(start + length)
                 offset = start + length
 
     def has(self, kind: Kind, key: int = 0) -> bool:
