@@ -258,9 +258,9 @@ def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Pa
     """Wait for the worker: "ended", "timeout" (still running at `timeout_s`) or "stalled" (its record stream
     unchanged for `stall_s` seconds, or `audit_stall_s` while its last report says `auditing`; 0: no stall
     limit), the longest stretch it went without a progress report (0 without a stall limit), and the stall limit
-    that stopped it (0 if none did). The stream's
-    time and reports are the worker's doing, so a worker can only delay its stop this way (to the longer of the
-    two limits), never past the time limit. `each` runs at every look (the log's cap)."""
+    that stopped it (0 if none did). The stream's time and reports are the worker's doing, so a worker can only
+    delay its stop this way (to the longer of the two limits), never past the time limit. `each` runs at every
+    look (the log's cap)."""
     tail = StatusTail(status) if audit_stall_s > stall_s else None
     start = time.monotonic()
     last = time.time()  # the stall clock starts with the worker

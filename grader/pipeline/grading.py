@@ -272,13 +272,18 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 # Each task's reference is timed first, the same way, by the staff's run (grader/judge/speed.py: what
                 # it proves; kept between grading runs), whose Inductor cache each timing worker starts from.
                 task = job.task
+                # A timing worker keeps the longer stall limit, as before the limit by phase: torch.compile's
+                # first call of a staff baseline may go quiet for as long (it reports no `auditing`).
+                timer_stall = {"stall_s": max(stall_s, audit_stall_s), "audit_stall_s": 0.0}
                 if task.id not in staff_runs:
                     staff_runs[task.id] = (None, None)
-                    staff_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **on_gpu())
+                    staff_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **timer_stall,
+                                         **on_gpu())
                     pool.add(("staff", task.id),
                              functools.partial(_staff_timing_into, staff_runs, task, staff_spec, tree, shard_runner),
                              priority=(0, 0, n), kind="timing")
-                timing_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **on_gpu())
+                timing_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **timer_stall,
+                                      **on_gpu())
                 speed_shards = {item.index: next(((n, k) for k, indices in enumerate(plan[n]) if item.case in indices),
                                                  None) for item in perf}
                 pool.add(("timing", n), functools.partial(_timed_run, staff_runs, task.id, shard_runner, folders,
