@@ -225,3 +225,5 @@ def test_loading_the_course_leaves_the_tasks_as_they_were():
     assert (timeout, stall, audit_stall) == (cfg.timeout_s["cuda"] + cfg.timeout_s["cpu"], cfg.stall_s["cuda"],
                                              cfg.stall_s["cpu"])
     assert cfg.limits(tasks["12_matmul_int8_fused_dequant"], "cpu") == (cfg.timeout_s["cpu"], cfg.stall_s["cpu"], 0.0)
+    # a timing worker has no re-run, and keeps the longer limit throughout (torch.compile of a staff baseline)
+    assert cfg.limits(tasks["12_matmul_int8_fused_dequant"], "cuda", timing=True) == (timeout, cfg.stall_s["cpu"], 0.0)

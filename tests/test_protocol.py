@@ -268,10 +268,11 @@ def test_the_submission_is_read_once(cfg, small10, tmp_path):
 
 def test_a_live_stream_is_read_on_from_where_the_last_look_stopped(tmp_path):
     """StatusTail: the last status so far, through other frames by their headers, a frame not yet whole left for
-    the next look, and a garbled one ending the looking with the last status kept."""
+    the next look, a hostile status nested too deep passed over (it raised RecursionError, out of the runner's
+    wait, before the worker was stopped), and a garbled frame ending the looking with the last status kept."""
     import os
 
-    from grader.protocol import HEADER, MAGIC, Kind, RecordWriter, StatusTail
+    from grader.protocol import HEADER, MAGIC, Kind, RecordStream, RecordWriter, StatusTail
 
     path = tmp_path / "records"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -285,6 +286,10 @@ def test_a_live_stream_is_read_on_from_where_the_last_look_stopped(tmp_path):
     assert tail.latest() == {"case": "a", "index": 0}
     os.write(fd, body[10:])
     assert tail.latest() == {"case": "b", "auditing": True}
+    deep = b"[" * 100_000  # nested past the JSON parser's recursion limit: no status, and no exception
+    os.write(fd, HEADER.pack(MAGIC, int(Kind.STATUS), 0, len(deep)) + deep)
+    assert tail.latest() == {"case": "b", "auditing": True}
+    assert RecordStream(path).status == {"case": "b", "auditing": True}
     os.write(fd, b"\0" * HEADER.size)  # garbled: the looking ends there
     writer.json(Kind.STATUS, {"case": "c"})
     assert tail.latest() == {"case": "b", "auditing": True} and tail.garbled

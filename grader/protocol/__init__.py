@@ -285,10 +285,11 @@ def _frame_at(fh, offset: int, size: int) -> tuple[int, int, int, int] | str:
 
 
 def _status_of(fh, length: int) -> dict | None:
-    """A STATUS frame's payload (`fh` at its start), if it reads as a JSON object."""
+    """A STATUS frame's payload (`fh` at its start), if it reads as a JSON object (a worker's text: what does not
+    parse, nested too deep for the parser included, is no status)."""
     try:
         status = json.loads(fh.read(length))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return status if isinstance(status, dict) else None
 
