@@ -636,10 +636,11 @@ def main(job_file: Path, records_fd: int) -> int:
             # copy of the CPU-size inputs, and a hold of seconds here would keep a timer waiting for as long.
             # `auditing`: the runner's stall limit is the CPU's while the re-run runs (it interprets the CPU's inputs);
             # a graded call that hangs is stopped after the CUDA one
-            audit = {"case": case["id"], "index": i, "runs": len(runs), "auditing": True}
-            status(audit)
+            # (named apart from `audit`, the op audit every later case's calls run under)
+            auditing = {"case": case["id"], "index": i, "runs": len(runs), "auditing": True}
+            status(auditing)
             with stages.stage("address"):
-                interpret_runs(entry, case, module, inst, tuners, runs, bounds, functools.partial(status, audit))
+                interpret_runs(entry, case, module, inst, tuners, runs, bounds, functools.partial(status, auditing))
             status({"case": case["id"], "index": i, "runs": len(runs), "audited": True})
         t_save = time.perf_counter()
         with stages.stage("records"):
