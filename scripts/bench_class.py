@@ -119,6 +119,10 @@ def stage_report(results: Path) -> None:
     gate = sorted((line for path in results.glob("*/*.staff.json")
                    for line in str(json.loads(path.read_text()).get("staff", {}).get("worker_log", "")).splitlines()
                    if line.startswith("gate:")), key=lambda ln: float(ln.rsplit("(at ", 1)[-1].rstrip(")")))
+    reloaded = sum("Failed to load artifact" in str(json.loads(path.read_text()).get("staff", {}).get("worker_log"))
+                   for path in results.glob("*/*.staff.json"))
+    if reloaded:  # Inductor dropped a cached graph of the staff run and compiled the baseline again
+        print(f"inductor: {reloaded} job(s) compiled a baseline again (\"Failed to load artifact\")", flush=True)
     if gate:  # the GPU gate's long waits and holds, in time order (grader/protocol GpuGate)
         print(f"gate    : {len(gate)} long waits or holds; the first 40:\n  " + "\n  ".join(gate[:40]), flush=True)
     print(f"stages  : seconds per file, over {files} graded files ({reused} identical copies reused)", flush=True)

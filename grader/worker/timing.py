@@ -258,6 +258,12 @@ def compile_here(jobdir: Path) -> None:
     import torch._inductor.config as inductor_config  # the fork server may have read the variables already
 
     inductor_config.compile_threads = 1
+    # No autotune results in files beside the kernels: Inductor bakes their absolute path into the code it caches,
+    # so a timing worker starting from the staff run's cache (`inductor_from`) asked for a file in the staff run's
+    # folder, which its sandbox refuses; a refusal (unlike a missing file) makes Inductor drop the cached graph and
+    # compile the baseline again, in every timing worker. Without them, a cached graph loads and its kernels
+    # autotune at their first call, as they did when the file was missing.
+    inductor_config.autotune_local_cache = False
 
 
 def load_baseline(name: str, path: str):
