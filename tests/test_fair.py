@@ -107,6 +107,32 @@ def test_stray_loads_fail_on_the_interpreter_even_when_unused(tmp_path):
     assert "worker" not in message  # reported by the check, not a crash
 
 
+def test_the_cuda_workers_re_run_of_each_call_grades_as_the_cpus_own_check(monkeypatch):
+    """A CUDA worker checks addresses in a second, interpreted run of each call (grader/worker/main.py: the
+    `auditing` status, `interpret_runs`, the run's `bounds` replaced by the re-run's). That branch runs only on a
+    GPU, so CI's CPU suite did not run it, and a name it rebound broke every later case of a CUDA shard (02770c7).
+    Here the CPU workers take that branch too (JobSpec.rerun_bounds; their graded run then checks no address, as
+    a compiled kernel's does not): the right file keeps full marks over its shards' several cases, and the stray
+    one fails the same tests with the re-run's finding. Proven able to fail: with the rebinding put back, the
+    right file drops to half marks; with a re-run that does nothing, the stray one passes."""
+    import functools
+
+    from grader.isolation.runner import JobSpec
+    from grader.pipeline import grading
+
+    monkeypatch.setattr(grading, "JobSpec", functools.partial(JobSpec, rerun_bounds=True))
+    task = load_task(P2)
+    jobs = [Job(task, P2 / "wrong" / "load_unmasked.py", "stray"), Job(task, P2 / "solution.py", "solution")]
+    stray, solution = grade_jobs(jobs, load_config(), "cpu", workers=2)
+    assert solution.score == solution.max_score, [(t.name, t.message) for t in solution.tests if t.outcome != "passed"]
+    by_name = {t.name: t for t in stray.tests}
+    assert {n for n, t in by_name.items() if t.outcome == "failed"} == {"notebook", "n1000_b128", "n5_b16"}
+    assert ("add_mask2_kernel (line 13): tl.load read 11 element(s) past the end of x_ptr (5 float32 elements, "
+            "offsets 0..4): offsets 5..15") in by_name["n5_b16"].message
+    for result in (stray, solution):  # the re-run's clock
+        assert result.staff["stages"]["address"] > 0, result.staff["stages"]
+
+
 def test_compiled_kernels_are_checked_through_the_interpreter_call_after_call():
     """What a CUDA worker does (grader/worker/interpreter.py `interpreted`): kernels decorated as JITFunctions, each
     call run in the interpreter and checked. On CPU tensors here, in a process without TRITON_INTERPRET, several calls

@@ -63,10 +63,10 @@ class JobSpec:
     perf: list[PerfItem] = field(default_factory=list)
     """Speed tests to time after the cases (grader/worker/main.py)."""
     stall_s: float = 0.0
+    """Stop a worker that reports no progress for this long (counted from its start); 0: only the time limit."""
     audit_stall_s: float = 0.0
     """The stall limit while the worker's last report says it is in the address check's interpreted re-run (CUDA:
     the CPU's limit, since the re-run interprets the CPU's inputs); 0: `stall_s` throughout."""
-    """Stop a worker that reports no progress for this long (counted from its start); 0: only the time limit."""
     sandbox: dict | None = None
     """The worker's sandbox (grader/worker/sandbox.py): {"limits": {...}}, or None for none (config:
     grading.sandbox)."""
@@ -75,6 +75,10 @@ class JobSpec:
     bounds: bool = True
     """Check every address a kernel touches against its launch's tensors (grader/worker/address_check.py): as the
     interpreter runs on the CPU; on CUDA through an interpreted re-run of each call."""
+    rerun_bounds: bool = False
+    """Check addresses through the interpreted re-run of each call on the CPU too, as CUDA does (the CPU checks
+    them in its own run): for tests, which prove the CUDA worker's re-run and its records on a machine without a
+    GPU (tests/test_fair.py)."""
     writes: bool = True
     """Check that what a call returns is what its kernels wrote (grader/worker/write_check.py)."""
     warm: bool = False
@@ -193,7 +197,8 @@ def worker_job(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
         cache=str(folders.cache), perf=list(spec.perf),
         sandbox={**spec.sandbox, "timeout_s": spec.timeout_s} if spec.sandbox is not None else None,
         benchmark_autotune=spec.benchmark_autotune, specialize=spec.specialize, launch=spec.launch,
-        gpu_compile=spec.gpu_compile, bounds=spec.bounds, writes=spec.writes, warm=spec.warm, gate=spec.gate)
+        gpu_compile=spec.gpu_compile, bounds=spec.bounds, rerun_bounds=spec.rerun_bounds, writes=spec.writes,
+        warm=spec.warm, gate=spec.gate)
 
 
 def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]) -> WorkerRun:

@@ -179,6 +179,8 @@ class WorkerJob:
     launch: dict | None = None
     gpu_compile: bool = True
     bounds: bool = True
+    rerun_bounds: bool = False
+    """Check addresses through an interpreted re-run of each call (always on CUDA; on the CPU for tests)."""
     writes: bool = True
     """The write check (grader/worker/write_check.py): each guarded buffer at each launch and at the end of the call."""
     warm: bool = False

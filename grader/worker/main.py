@@ -378,7 +378,7 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
 
 
 def interpret_runs(entry, case: dict, module, inst: Instruments, tuners: list, runs: list[dict],
-                   bounds: BoundsAudit, progress=lambda: None) -> None:
+                   bounds: BoundsAudit, progress=lambda: None, device: str = "cuda") -> None:
     """On CUDA: each run's call again, its kernels in Triton's interpreter, on the inputs the CPU would grade
     (`case["audit"]`, or the case's own), so that grader/worker/address_check.py checks every address as it does on the
     CPU; its findings become the run's `bounds`. A call the interpreter cannot run is noted for staff (`bounds_note`)
@@ -392,7 +392,7 @@ def interpret_runs(entry, case: dict, module, inst: Instruments, tuners: list, r
         index = record.get("config_index", c)
         key = interpreted_key(tuners, index)
         if key not in done:
-            done[key] = run_case(entry, probe_case, "cuda", inst, tuners, index, None, bounds,
+            done[key] = run_case(entry, probe_case, device, inst, tuners, index, None, bounds,
                                  view=lambda: interpreted(module, holders))
             progress()  # one more interpreted call done (the runner's stall clock restarts)
         probe = done[key]
@@ -613,6 +613,9 @@ def main(job_file: Path, records_fd: int) -> int:
     records.json(Kind.LOAD, load)
 
     n_runs = 1 if job.warm else max([len(c) for _, c in tuners] + [1])
+    rerun = device == "cuda" or job.rerun_bounds  # addresses checked by an interpreted re-run of each call
+    # On the CPU (tests only) the graded run then leaves the addresses to the re-run, as a compiled kernel does
+    first_bounds = None if device != "cuda" and job.rerun_bounds else bounds
     stages.add("load", time.perf_counter() - t_main - stages.seconds.get("import", 0.0)
                - stages.seconds.get("compile", 0.0))
     print(f"worker {job.run_id}: ready after {time.perf_counter() - START:.2f} s", flush=True)
@@ -625,13 +628,13 @@ def main(job_file: Path, records_fd: int) -> int:
             naive_call(entry, case, device)
         for c in range(n_runs):
             with stages.stage("cases"), shared():
-                record = run_case(entry, case, device, inst, tuners, c, audit, bounds)
+                record = run_case(entry, case, device, inst, tuners, c, audit, first_bounds)
             runs.append(record)
             # progress, for the runner's stall limit (grading.stall_s): one more run of this case is done
             status({"case": case["id"], "index": i, "runs": c + 1})
             if record.get("fatal"):
                 break
-        if device == "cuda" and bounds is not None and not any(r.get("fatal") for r in runs):
+        if rerun and bounds is not None and not any(r.get("fatal") for r in runs):
             # Not through the gate: the kernels run in the interpreter, on the host; what reaches the GPU is a
             # copy of the CPU-size inputs, and a hold of seconds here would keep a timer waiting for as long.
             # `auditing`: the runner's stall limit is the CPU's while the re-run runs (it interprets the CPU's inputs);
@@ -640,7 +643,8 @@ def main(job_file: Path, records_fd: int) -> int:
             auditing = {"case": case["id"], "index": i, "runs": len(runs), "auditing": True}
             status(auditing)
             with stages.stage("address"):
-                interpret_runs(entry, case, module, inst, tuners, runs, bounds, functools.partial(status, auditing))
+                interpret_runs(entry, case, module, inst, tuners, runs, bounds, functools.partial(status, auditing),
+                               device)
             status({"case": case["id"], "index": i, "runs": len(runs), "audited": True})
         t_save = time.perf_counter()
         with stages.stage("records"):
