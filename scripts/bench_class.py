@@ -69,16 +69,21 @@ def cpu_times() -> tuple[float, float] | None:
     return (sum(fields) - idle) / tick, sum(fields) / tick
 
 
-def quiet_report(results: Path, stall_s: float) -> None:
+def read_staff(results: Path) -> list[tuple[str, dict]]:
+    """Each graded job's staff section ("student/task", staff), read once for the reports below."""
+    return [(f"{path.parent.name}/{path.name.split('.')[0]}", json.loads(path.read_text()).get("staff", {}))
+            for path in results.glob("*/*.staff.json")]
+
+
+def quiet_report(staffs: list[tuple[str, dict]], stall_s: float) -> None:
     """How close right workers came to the stall limit: the longest stretch each job's workers went without a
     progress report (staff JSON `worker_quiet_s`), over the jobs whose workers were not stopped."""
     quiet, stopped = [], 0
-    for path in results.glob("*/*.staff.json"):
-        staff = json.loads(path.read_text()).get("staff", {})
+    for name, staff in staffs:
         if "stopped" in staff.get("worker_exit", ""):
             stopped += 1
         elif staff.get("worker_quiet_s"):
-            quiet.append((staff["worker_quiet_s"], f"{path.parent.name}/{path.name.split('.')[0]}"))
+            quiet.append((staff["worker_quiet_s"], name))
     if quiet:
         quiet.sort()
         print(f"quiet   : longest wait for a progress report, jobs not stopped: max {quiet[-1][0]:.1f} s "
@@ -100,13 +105,12 @@ STAGE_ROWS = (
 )
 
 
-def stage_report(results: Path) -> None:
+def stage_report(staffs: list[tuple[str, dict]]) -> None:
     """Seconds per graded file by stage, summed from the staff JSON files (`staff.stages`), and the workers'
     wall time beside them: where a class's core-seconds go."""
     totals: dict[str, float] = {}
     files = reused = 0
-    for path in results.glob("*/*.staff.json"):
-        staff = json.loads(path.read_text()).get("staff", {})
+    for _, staff in staffs:
         if staff.get("reuses"):
             reused += 1
             continue
@@ -116,11 +120,10 @@ def stage_report(results: Path) -> None:
                 totals[name] = totals.get(name, 0.0) + value
     if not files:
         return
-    gate = sorted((line for path in results.glob("*/*.staff.json")
-                   for line in str(json.loads(path.read_text()).get("staff", {}).get("worker_log", "")).splitlines()
-                   if line.startswith("gate:")), key=lambda ln: float(ln.rsplit("(at ", 1)[-1].rstrip(")")))
-    reloaded = sum("Failed to load artifact" in str(json.loads(path.read_text()).get("staff", {}).get("worker_log"))
-                   for path in results.glob("*/*.staff.json"))
+    logs = [str(staff.get("worker_log", "")) for _, staff in staffs]
+    gate = sorted((line for log in logs for line in log.splitlines() if line.startswith("gate:")),
+                  key=lambda ln: float(ln.rsplit("(at ", 1)[-1].rstrip(")")))
+    reloaded = sum("Failed to load artifact" in log for log in logs)
     if reloaded:  # Inductor dropped a cached graph of the staff run and compiled the baseline again
         print(f"inductor: {reloaded} job(s) compiled a baseline again (\"Failed to load artifact\")", flush=True)
     if gate:  # the GPU gate's long waits and holds, in time order (grader/protocol GpuGate)
@@ -165,8 +168,9 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
     if done:  # a long tail (one slow job at the end) shows as a late 100% after an early 90%
         print("results : " + ", ".join(f"{q}% in {done[min(len(done) - 1, len(done) * q // 100)]:.0f} s"
                                         for q in (25, 50, 75, 90, 100)), flush=True)
-    quiet_report(work / "results", cfg.stall_s.get(device, 0.0))
-    stage_report(work / "results")
+    staffs = read_staff(work / "results")
+    quiet_report(staffs, cfg.stall_s.get(device, 0.0))
+    stage_report(staffs)
     if prof:  # this process only: the oracle, the judge (with grading.judges 0) and the orchestration
         for key in ("cumulative", "tottime"):
             pstats.Stats(prof).sort_stats(key).print_stats(profile)

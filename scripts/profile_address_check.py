@@ -2,7 +2,7 @@
 interpreted re-run of each case (grader/worker/main.py `interpret_runs`), on the CPU the cases themselves; guarded
 inputs, the address check's patches, every distinct config, one file per task.
 
-    python scripts/profile_address_check.py [--device cuda|cpu] [--compare overflow|tuples]
+    python scripts/profile_address_check.py [--device cuda|cpu] [--compare overflow|tuples|dots]
                                             [--tasks 10_quantize_global_int8 ...] [--top 25]
 
 Runs every case four times: once to warm up (the interpreter rewrites each kernel's AST on its first run), once
@@ -62,7 +62,7 @@ def main() -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         print("no GPU: use --device cpu", file=sys.stderr)
         return 2
-    if args.device == "cpu":  # patch_interpreter() less the two patches this script toggles
+    if args.device == "cpu":  # patch_interpreter() less the three patches this script toggles (below)
         patch_interpreter_libdevice()
         patch_interpreter_scalars()
         patch_interpreter_nested_calls()
@@ -123,8 +123,9 @@ def main() -> int:
         gi.patch_interpreter_overflow_checks = patch_interpreter_overflow_checks if on else (lambda: False)
         ti.interpreter_builder.options = dataclasses.replace(ti.interpreter_builder.options,
                                                              sanitize_overflow=not on)
-        return patch_interpreter_overflow_checks() or not ti.interpreter_builder.options.sanitize_overflow if on \
-            else False
+        if not on:
+            return False
+        return patch_interpreter_overflow_checks() or not ti.interpreter_builder.options.sanitize_overflow
 
     def tuple_patch(on: bool) -> bool:
         gi.patch_interpreter_tuple_types = patch_interpreter_tuple_types if on else (lambda: False)

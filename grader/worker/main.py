@@ -379,10 +379,11 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
 
 def interpret_runs(entry, case: dict, module, inst: Instruments, tuners: list, runs: list[dict],
                    bounds: BoundsAudit, progress=lambda: None, device: str = "cuda") -> None:
-    """On CUDA: each run's call again, its kernels in Triton's interpreter, on the inputs the CPU would grade
-    (`case["audit"]`, or the case's own), so that grader/worker/address_check.py checks every address as it does on the
-    CPU; its findings become the run's `bounds`. A call the interpreter cannot run is noted for staff (`bounds_note`)
-    and costs nothing: CUDA's own verdict stands."""
+    """On CUDA (and on the CPU for a test, `rerun_bounds`): each run's call again, its kernels in Triton's
+    interpreter, on the inputs the CPU would grade (`case["audit"]`, or the case's own), so that
+    grader/worker/address_check.py checks every address as it does on the CPU; its findings become the run's
+    `bounds`. A call the interpreter cannot run is noted for staff (`bounds_note`) and costs nothing: CUDA's own
+    verdict stands."""
     probe_case = {"id": case["id"], **(case.get("audit") or {"args": case["args"], "kwargs": case["kwargs"]})}
     holders = [(entry, "kernel")] if isinstance(entry, Launcher) else []
     done: dict[tuple, dict] = {}
