@@ -16,6 +16,7 @@ import argparse
 import ast
 import cProfile
 import dataclasses
+import functools
 import json
 import os
 import pstats
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grader.config import ROOT, discover_tasks, load_config  # noqa: E402
 from grader.course.batch import run_batch  # noqa: E402
-from grader.pipeline.grading import resolve_device  # noqa: E402
+from grader.pipeline.grading import grade_jobs, resolve_device  # noqa: E402
 from grader.pipeline.result import PROFILE_ENV  # noqa: E402
 
 
@@ -140,7 +141,7 @@ def stage_report(staffs: list[tuple[str, dict]]) -> None:
 
 
 def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, profile: int = 0,
-          profile_judge: int = 0) -> float:
+          profile_judge: int = 0, backend: str = "local") -> float:
     work = Path(tempfile.mkdtemp(prefix="bench-class-"))
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
     os.environ["GRADER_TRITON_SHARED"] = str(work / "triton-shared")  # the grader's shared cache starts cold too
@@ -156,6 +157,7 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
         prof.enable()
     done: list[float] = []  # when each job's result came in (run_batch shows one summary per job)
     run_batch(root, hw, tasks, cfg, device, work / "results", workers,
+              grade=functools.partial(grade_jobs, backend=backend),
               show=lambda s: done.append(time.perf_counter() - start))
     if prof:
         prof.disable()
@@ -191,6 +193,8 @@ def main() -> int:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--homework", default="hw4_int8")
+    parser.add_argument("--backend", choices=["local", "ray"], default="local",
+                        help="ray: the parallel run's shards as tasks of a local Ray instance (one per core)")
     parser.add_argument("--judges", type=int, default=None, help="override config.yaml's grading.judges")
     parser.add_argument("--identical", action="store_true", help="copies share kernel sources (and compilations)")
     parser.add_argument("--no-speed-tier", action="store_true", help="grade without the tasks' speed tests")
@@ -218,9 +222,9 @@ def main() -> int:
     if not args.students:
         return 0
     parallel = timed(args.students, args.workers, device, hw, tasks, cfg, args.identical, args.profile,
-                     args.profile_judge)
+                     args.profile_judge, args.backend)
     kind = ", identical copies" if args.identical else ""
-    print(f"parallel: {args.students} students ({files} files{kind}) in {parallel:.1f} s on {device}"
+    print(f"parallel: {args.students} students ({files} files{kind}) in {parallel:.1f} s on {device}, {args.backend}"
           f" (judges: {'auto' if cfg.judges < 0 else cfg.judges})")
     if serial:
         print(f"speed-up: about {serial * args.students / parallel:.1f}x")

@@ -1,5 +1,9 @@
-"""The Ray backend on a local Ray instance (CPU): the same verdicts as local workers, judged by the driver."""
+"""The Ray backend on a local Ray instance (CPU): the same verdicts as local workers, judged by the driver, and a
+GPU and its gate for each task on a node of two (logical) GPUs."""
 
+import os
+import time
+from collections import Counter
 
 import pytest
 
@@ -11,7 +15,7 @@ ray = pytest.importorskip("ray", reason="the Ray backend needs ray (make test in
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=4, num_gpus=2, include_dashboard=False, log_to_driver=False)  # Ray's logical CPUs and GPUs
     yield
     ray.shutdown()
 
@@ -28,3 +32,37 @@ def test_ray_gives_the_local_verdicts(local_ray, task10, tmp_path):
     assert remote[0].staff["backend"] == "ray" and local[0].staff["backend"] == "local"
     assert remote[0].score == remote[0].max_score
     assert "out-of-bounds write" in {t.name: t for t in remote[1].tests}["n1023_fp32"].message
+
+
+def test_a_full_node_spreads_its_tasks_over_both_gpus_each_with_its_gate(local_ray, tmp_path):
+    """Four tasks at once, as the backend asks them, on a node of four cores and two GPUs: two on each GPU, each
+    with its own GPU's gate; then four more, in the same four processes. With the share it asked before (1/32),
+    Ray put all four on GPU 0, and one gate held both GPUs' workers up; with Ray's default for a GPU task, each
+    task had a new process (eight in all), which imported the grader and torch again."""
+    from grader.isolation.ray_backend import gpu_share, shard_task
+
+    assert gpu_share(ray.nodes()) == 0.5
+
+    def probe(barrier: str, n: int) -> tuple:
+        from pathlib import Path
+
+        from grader.isolation.ray_backend import node_gates, task_gpu
+        from grader.protocol import GradingTree
+
+        (Path(barrier) / str(os.getpid())).touch()
+        deadline = time.monotonic() + 120
+        while len(list(Path(barrier).iterdir())) < n and time.monotonic() < deadline:  # all four hold a GPU
+            time.sleep(0.05)
+        gpu = task_gpu()
+        return os.getpid(), [str(i) for i in ray.get_gpu_ids()], gpu, GradingTree(node_gates()).gate(gpu)
+
+    remote = shard_task(ray, probe, "cuda")
+    (tmp_path / "first").mkdir()
+    first = ray.get([remote.remote(str(tmp_path / "first"), 4) for _ in range(4)])
+    assert len(list((tmp_path / "first").iterdir())) == 4  # they ran at once
+    assert Counter(ids[0] for _, ids, _, _ in first) == {"0": 2, "1": 2}
+    for _, ids, gpu, gate in first:
+        assert gpu == int(ids[0]) and gate.endswith(f"gpu-{gpu}")
+    (tmp_path / "second").mkdir()
+    second = ray.get([remote.remote(str(tmp_path / "second"), 4) for _ in range(4)])
+    assert {pid for pid, *_ in second} == {pid for pid, *_ in first}

@@ -1,13 +1,14 @@
 """Running workers on a Ray cluster: `--backend ray [--address ADDR]`.
 
 Each shard of a (submission, task) becomes one Ray task. It carries the submission and its cases' inputs as bytes,
-runs the same `run_shard` on whatever node Ray picks (one GPU each on CUDA), and returns each worker run's record
-stream. The driver writes those streams into the job's trusted folder, so judging is exactly as for local
+runs the same `run_shard` on whatever node Ray picks (on CUDA, on the GPU Ray gives it, through that GPU's gate),
+and returns each worker run's record stream. The driver writes those streams into the job's trusted folder, so judging is exactly as for local
 workers, and still happens only in the driver, which never imports a submission.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -34,8 +35,9 @@ def _remote_shard(payload: dict, *case_bytes: bytes) -> dict:
             inputs[index].write_bytes(data)
         perf = [PerfItem(**p) for p in payload["spec"].pop("perf")]
         spec = JobSpec(**{**payload["spec"], "submission": submission, "inputs": inputs, "perf": perf, "gpu": None})
-        if spec.device == "cuda":  # the node's GPU gate, shared by every Ray task on this node's GPU
-            spec = replace(spec, gate=GradingTree(node_gates()).gate(None))
+        if spec.device == "cuda":  # the GPU Ray gave this task, and its gate, shared by every task on that GPU
+            gpu = task_gpu()
+            spec = replace(spec, gpu=gpu, gate=GradingTree(node_gates()).gate(gpu))
         runs = run_shard(tree.job("job"), payload["shard"], spec, payload["cases"])
         out = []
         for run in runs:
@@ -47,10 +49,37 @@ def _remote_shard(payload: dict, *case_bytes: bytes) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-GPU_SHARE = 1 / 32
-"""What one Ray task asks of a GPU: case workers share it (each CPU core runs one), and the node's GPU gate keeps
-timed calls alone (grader/protocol GpuGate). Asking a whole GPU, as before, ran one shard at a time on a
-one-GPU node."""
+def gpu_share(nodes: list[dict]) -> float:
+    """What one Ray task asks of a GPU, from `ray.nodes()`: the GPU nodes' fewest GPUs per core (rounded down to
+    Ray's 1e-4), so that each core of the node with the most cores per GPU runs a shard. Case workers share a GPU,
+    and its gate keeps timed calls alone (grader/protocol GpuGate).
+
+    Ray fills one GPU with fractional tasks before it starts on the next: with a fixed 1/32, a 32-core node's
+    tasks all went to its first GPU (tests/test_ray.py shows it), and a whole GPU a task ran one shard at a time
+    on a one-GPU node. A node with fewer cores per GPU than the others fills its first GPUs first."""
+    ratios = [r["GPU"] / r["CPU"] for node in nodes if node.get("Alive")
+              for r in [node.get("Resources", {})] if r.get("GPU", 0) > 0 and r.get("CPU", 0) > 0]
+    if not ratios:  # no GPU node yet: Ray holds the tasks until one joins
+        return 1 / 32
+    return min(1.0, max(1e-4, math.floor(min(ratios) * 1e4) / 1e4))
+
+
+def task_gpu() -> int | None:
+    """In a Ray task: the GPU Ray gave it (`ray.get_gpu_ids()`), or None where Ray names none (the worker then uses
+    the GPUs it sees, through the node's only gate)."""
+    import ray
+
+    ids = [str(i) for i in ray.get_gpu_ids()]
+    return int(ids[0]) if ids and ids[0].isdigit() else None
+
+
+def shard_task(ray, fn, device: str):
+    """`fn` as the backend's Ray task: one core and, on CUDA, a share of a GPU (`gpu_share`). Its worker processes
+    run task after task (`max_calls=0`). Ray's default for a task that asks a GPU is a new process each: every
+    shard imported the grader and started a fork server of its own (torch's import again), and 24 students' 93
+    files took 4131 busy core-seconds and 154 s on the 2 x H200 box, against the local backend's 1632 and 80 s.
+    The GPU is used only by the sandboxed worker each task starts, never by the Ray process itself."""
+    return ray.remote(num_cpus=1, num_gpus=gpu_share(ray.nodes()) if device == "cuda" else 0, max_calls=0)(fn)
 
 
 def node_gates() -> Path:
@@ -74,7 +103,7 @@ class RayShards:
                                                        "excludes": [".venv", "results", ".git", "submissions"]})
             else:
                 ray.init(include_dashboard=False, log_to_driver=False)
-        self.remote = ray.remote(num_cpus=1, num_gpus=GPU_SHARE if device == "cuda" else 0)(_remote_shard)
+        self.remote = shard_task(ray, _remote_shard, device)
         self._inputs: dict[Path, object] = {}
 
     def __call__(self, folders: JobFolders, shard: int, spec: JobSpec, cases: list[int]) -> list[WorkerRun]:
