@@ -1,9 +1,10 @@
 """Running workers on a Ray cluster: `--backend ray [--address ADDR]`.
 
-Each shard of a (submission, task) becomes one Ray task. It carries the submission and its cases' inputs as bytes,
-runs the same `run_shard` on whatever node Ray picks (on CUDA, on the GPU Ray gives it, through that GPU's gate),
-and returns each worker run's record stream. The driver writes those streams into the job's trusted folder, so judging is exactly as for local
-workers, and still happens only in the driver, which never imports a submission.
+Each shard of a (submission, task) becomes one Ray task. It carries the submission and its cases' inputs as
+bytes, runs the same `run_shard` on whatever node Ray picks (on CUDA, on the GPU Ray gives it, through that GPU's
+gate), and returns each worker run's record stream. The driver writes those streams into the job's trusted
+folder, so judging is exactly as for local workers, and still happens only in the driver, which never imports a
+submission.
 """
 
 from __future__ import annotations
