@@ -36,9 +36,9 @@ def _remote_shard(payload: dict, *case_bytes: bytes) -> dict:
             inputs[index].write_bytes(data)
         perf = [PerfItem(**p) for p in payload["spec"].pop("perf")]
         spec = JobSpec(**{**payload["spec"], "submission": submission, "inputs": inputs, "perf": perf, "gpu": None})
-        if spec.device == "cuda":  # the GPU Ray gave this task, and its gate, shared by every task on that GPU
-            gpu = task_gpu()
-            spec = replace(spec, gpu=gpu, gate=GradingTree(node_gates()).gate(gpu))
+        if spec.device == "cuda":
+            gpu, gate = task_gpu()
+            spec = replace(spec, gpu=gpu, gate=gate)
         runs = run_shard(tree.job("job"), payload["shard"], spec, payload["cases"])
         out = []
         for run in runs:
@@ -56,8 +56,8 @@ def gpu_share(nodes: list[dict]) -> float:
     and its gate keeps timed calls alone (grader/protocol GpuGate).
 
     Ray fills one GPU with fractional tasks before it starts on the next: with a fixed 1/32, a 32-core node's
-    tasks all went to its first GPU (tests/test_ray.py shows it), and a whole GPU a task ran one shard at a time
-    on a one-GPU node. A node with fewer cores per GPU than the others fills its first GPUs first."""
+    tasks all went to its first GPU (tests/test_ray.py shows it); with a whole GPU a task, a one-GPU node ran one
+    shard at a time. A node with fewer cores per GPU than the others fills its first GPUs first."""
     ratios = [r["GPU"] / r["CPU"] for node in nodes if node.get("Alive")
               for r in [node.get("Resources", {})] if r.get("GPU", 0) > 0 and r.get("CPU", 0) > 0]
     if not ratios:  # no GPU node yet: Ray holds the tasks until one joins
@@ -65,13 +65,15 @@ def gpu_share(nodes: list[dict]) -> float:
     return min(1.0, max(1e-4, math.floor(min(ratios) * 1e4) / 1e4))
 
 
-def task_gpu() -> int | None:
-    """In a Ray task: the GPU Ray gave it (`ray.get_gpu_ids()`), or None where Ray names none (the worker then uses
-    the GPUs it sees, through the node's only gate)."""
+def task_gpu() -> tuple[int | None, str]:
+    """In a Ray task: the GPU Ray gave it (`ray.get_gpu_ids()`), and that GPU's gate in this node's gate folder,
+    shared by every task on the GPU. Where Ray names none: None (the worker uses the GPUs it sees) and the node's
+    only gate."""
     import ray
 
     ids = [str(i) for i in ray.get_gpu_ids()]
-    return int(ids[0]) if ids and ids[0].isdigit() else None
+    gpu = int(ids[0]) if ids and ids[0].isdigit() else None
+    return gpu, GradingTree(node_gates()).gate(gpu)
 
 
 def shard_task(ray, fn, device: str):
