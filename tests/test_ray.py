@@ -20,6 +20,10 @@ def local_ray():
     ray.shutdown()
 
 
+def _verdicts(result) -> list[tuple]:
+    return [(t.name, t.outcome, t.message) for t in result.tests]
+
+
 def test_ray_gives_the_local_verdicts(local_ray, task10, tmp_path):
     task = task10.subset({"n1_fp32", "n1023_fp32"})
     cfg = load_config()
@@ -28,10 +32,34 @@ def test_ray_gives_the_local_verdicts(local_ray, task10, tmp_path):
     remote = grade_jobs(jobs, cfg, "cpu", workers=2, backend="ray")
     local = grade_jobs(jobs, cfg, "cpu", workers=2)
     for r, loc in zip(remote, local):
-        assert [(t.name, t.outcome, t.message) for t in r.tests] == [(t.name, t.outcome, t.message) for t in loc.tests]
+        assert _verdicts(r) == _verdicts(loc)
     assert remote[0].staff["backend"] == "ray" and local[0].staff["backend"] == "local"
     assert remote[0].score == remote[0].max_score
     assert "out-of-bounds write" in {t.name: t for t in remote[1].tests}["n1023_fp32"].message
+
+
+def test_cheats_lose_their_points_through_ray_and_its_tasks_leave_no_folder(local_ray, task10, answer_reader):
+    """Through Ray tasks, as through local workers: launder_copy.py (torch computes, a kernel copies) fails every
+    case by the op audit, with the local backend's very messages; the answer-key reader, with the static policy off,
+    is refused by the sandbox and its message holds no line of the key. No task's grading tree stays behind."""
+    import tempfile
+    from pathlib import Path
+
+    task = task10.subset({"n1_fp32", "n127_fp16"})
+    cfg = load_config()
+    leftovers = {p for p in Path(tempfile.gettempdir()).glob("grader-ray-*")}
+    launder = [Job(task, task.folder / "wrong" / "launder_copy.py", "launder")]
+    (remote,), (local,) = grade_jobs(launder, cfg, "cpu", backend="ray"), grade_jobs(launder, cfg, "cpu")
+    assert remote.score == 0 and remote.max_score > 0
+    assert _verdicts(remote) == _verdicts(local)
+    assert "must come from your kernel" in {t.name: t.message for t in remote.tests}["n127_fp16"]
+    (reader,) = grade_jobs([Job(task, answer_reader, "reader")], cfg, "cpu", backend="ray",
+                           static_checks=False)
+    message = {t.name: t.message for t in reader.tests}["n1_fp32"]
+    assert reader.score == 0
+    assert "opening tasks/10_quantize_global_int8/solution.py was refused by the grader's sandbox" in message
+    assert "Reference solution" not in message
+    assert {p for p in Path(tempfile.gettempdir()).glob("grader-ray-*")} <= leftovers
 
 
 def test_a_full_node_spreads_its_tasks_over_both_gpus_each_with_its_gate(local_ray, tmp_path):
