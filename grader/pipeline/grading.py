@@ -272,8 +272,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 # Each task's reference is timed first, the same way, by the staff's run (grader/judge/speed.py: what
                 # it proves; kept between grading runs), whose Inductor cache each timing worker starts from.
                 task = job.task
-                _, timer_stall_s, _ = cfg.limits(task, device, timing=True)
-                timer_stall = {"stall_s": timer_stall_s, "audit_stall_s": 0.0}
+                _, timer_stall_s, timer_audit_stall_s = cfg.limits(task, device, timing=True)
+                timer_stall = {"stall_s": timer_stall_s, "audit_stall_s": timer_audit_stall_s}
                 if task.id not in staff_runs:
                     staff_runs[task.id] = (None, None)
                     staff_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **timer_stall,

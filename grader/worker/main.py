@@ -638,9 +638,9 @@ def main(job_file: Path, records_fd: int) -> int:
         if rerun and bounds is not None and not any(r.get("fatal") for r in runs):
             # Not through the gate: the kernels run in the interpreter, on the host; what reaches the GPU is a
             # copy of the CPU-size inputs, and a hold of seconds here would keep a timer waiting for as long.
-            # `auditing`: the runner's stall limit is the CPU's while the re-run runs (it interprets the CPU's inputs);
-            # a graded call that hangs is stopped after the CUDA one
-            # (named apart from `audit`, the op audit every later case's calls run under)
+            # While the re-run's status says `auditing`, the runner's stall limit is the CPU's (it interprets the
+            # CPU's inputs); a graded call that hangs is stopped after the CUDA one. (Not named `audit`: that is the
+            # op audit, which every later case's calls run under.)
             auditing = {"case": case["id"], "index": i, "runs": len(runs), "auditing": True}
             status(auditing)
             with stages.stage("address"):
