@@ -529,6 +529,11 @@ class CourseConfig:
     """The write check (grader/worker/write_check.py): fail an output that a kernel must write when it held values other
     than an allocation's or a fill's before the first launch that received it, or changed outside every kernel after
     one (values placed with torch, numpy or Python do not count)."""
+    provenance: bool = True
+    """The provenance check (grader/worker/provenance.py, grader/judge/provenance.py): call each case once more with
+    its inputs' elements in another order, judge that call's outputs too, and fail a case in which a tensor or number
+    that reached a kernel or a torch operation by no route the grader follows differs between the two calls (input
+    data read into Python through str(), a buffer, a file, and handed back)."""
     informational_speed: bool = True
     """Run the speed tests worth 0 points (the speed tier of tasks 10-14). Each costs a timing worker (8-13 s of a
     core, beside the case workers) and under a second of the GPU alone; false leaves them out of the tasks (no
@@ -677,6 +682,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
         gpu_compile=grading.gpu_compile,
         bounds=grading.bounds,
         writes=grading.writes,
+        provenance=grading.provenance,
         informational_speed=grading.informational_speed,
         always_allowed_imports=list(course.always_allowed_imports),
         homeworks=homeworks,

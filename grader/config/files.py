@@ -56,6 +56,7 @@ class GradingFile(_File):
     gpu_compile: StrictBool = Field(True, description="compile interpreted kernels for CUDA too (CPU)")
     bounds: StrictBool = Field(True, description="the address check")
     writes: StrictBool = Field(True, description="the write check")
+    provenance: StrictBool = Field(True, description="the provenance check (a differential replay of each case)")
     informational_speed: StrictBool = Field(True, description="run the 0-point speed tests")
     sandbox: StrictBool | SandboxLimitsFile | None = Field(True, description="the worker's sandbox")
 

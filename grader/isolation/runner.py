@@ -81,6 +81,8 @@ class JobSpec:
     GPU (tests/test_fair.py)."""
     writes: bool = True
     """Check that what a call returns is what its kernels wrote (grader/worker/write_check.py)."""
+    provenance: bool = True
+    """Call each case's twin and record the checkpoints of the differential replay (grader/worker/provenance.py)."""
     warm: bool = False
     """A warm-up run of a staff solution (trusted, not sandboxed): one config per case, compiling into the shared
     Triton cache what the sandboxed workers of that task may then read (grader/worker/tritoncache.py)."""
@@ -198,7 +200,7 @@ def worker_job(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
         sandbox={**spec.sandbox, "timeout_s": spec.timeout_s} if spec.sandbox is not None else None,
         benchmark_autotune=spec.benchmark_autotune, specialize=spec.specialize, launch=spec.launch,
         gpu_compile=spec.gpu_compile, bounds=spec.bounds, rerun_bounds=spec.rerun_bounds, writes=spec.writes,
-        warm=spec.warm, gate=spec.gate)
+        provenance=spec.provenance, warm=spec.warm, gate=spec.gate)
 
 
 def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]) -> WorkerRun:

@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from grader.config import OutputSpec, TaskSpec
+from grader.judge import provenance
 from grader.protocol import Kind, RecordStream, WorkerRun, guards, torch_ops
 
 DTYPES = {"int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
@@ -30,6 +31,9 @@ class CaseData:
     args: list
     kwargs: dict
     expected: tuple
+    twin: CaseData | None = None
+    """The same case with its inputs' elements in another order, and the oracle's answer for them (the provenance
+    check, grader/judge/provenance.py); None where the check is off or the harness launches the kernel."""
     _digests: dict = field(default_factory=dict, repr=False)
 
     def digest(self, t: torch.Tensor) -> str:
@@ -533,10 +537,18 @@ _DTYPE_NAMES = frozenset(guards.dtype_name(getattr(torch, n)) for n in (
     "fp16", "bf16", "fp32", "fp64", "i1", "i8", "u8", "i16", "i32", "i64", "int1"}
 
 
+TWIN_SLACK = 0.01
+"""The share of an output's elements (at least one) that may fail the value check in a case's twin: its inputs are
+the case's elements in another order, which keeps every constraint on a value but not those a case generator puts on
+positions (no answer equal to the poison, no tie at a rounding boundary), so a right kernel may miss an element or
+two there. A call that replays the graded call's values misses most of them."""
+
+
 def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: list[str],
-              memo: dict | None = None, import_ops: list | None = None) -> list[str]:
+              memo: dict | None = None, import_ops: list | None = None, twin: bool = False) -> list[str]:
     """Every problem of one call (one case under one config); empty when it is right. `memo` keeps the value
-    checks of outputs shared by several runs (one tensor object), so each is judged once."""
+    checks of outputs shared by several runs (one tensor object), so each is judged once. `twin`: the call of a
+    case's twin, whose values may miss TWIN_SLACK of each output's elements."""
     memo = {} if memo is None else memo
     if run.get("error"):
         where = "; ".join(run.get("where") or [])
@@ -633,6 +645,10 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
         key = (id(t), id(ref), spec.name)
         if key not in memo:  # the tensors are kept too, so their ids stay theirs while the memo lives
             memo[key] = (value_problem(spec, t.reshape(ref.shape), ref), t, ref)
+        if memo[key][0] and twin:
+            bad, _ = bad_values(spec, t.reshape(ref.shape), ref)
+            if int(bad.sum()) <= max(1, int(TWIN_SLACK * ref.numel())):
+                continue
         if memo[key][0]:
             problems.append(memo[key][0])
     return problems
@@ -692,6 +708,17 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
     names = input_names(task, case)
     failing, staff = [], []
     memo: dict = {}
+    twins = [r for r in runs if isinstance(r, dict) and r.get("twin") is True]
+    runs = [r for r in runs if not (isinstance(r, dict) and r.get("twin") is True)]
+    if not runs:
+        return Verdict(False, "the worker recorded no run of this case (garbled result)")
+    twin_failed = None
+    if case.twin is not None:
+        problems = twin_problems(task, case, runs, twins, device, names, (results.load or {}).get("torch_ops"))
+        if problems:
+            twin_failed = ("the twin", problems, twins[0] if twins else runs[0])
+            if twins and twins[0].get("traceback"):
+                staff.append(twins[0]["traceback"])
     for run in runs:
         try:
             problems = check_run(task, case, run, device, names, memo, (results.load or {}).get("torch_ops"))
@@ -705,10 +732,24 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
             failing.append((label, problems, run))
             if run.get("traceback"):
                 staff.append(run["traceback"])
+    if twin_failed is not None:  # what the graded calls show already is not said again
+        said = {p for _, problems, _ in failing for p in problems}
+        twin_failed = (*twin_failed[:1], [p for p in twin_failed[1] if p not in said], twin_failed[2])
+    if twin_failed is not None and twin_failed[1]:
+        failing.insert(0, twin_failed)
     if not failing:
         n = len(runs)
         return Verdict(True, f"passed under {n} autotune config{'s' if n > 1 else ''}")
     lines = []
+    if failing[0][0] == "the twin":
+        label, problems, _ = failing.pop(0)
+        lines.append("called again with the same shapes and the inputs' elements in another order (the provenance "
+                     "check):")
+        lines += [f"  - {p}" for p in problems]
+        if not failing:
+            n = len(runs)
+            lines.append(f"(the graded call passed under {n} autotune config{'s' if n > 1 else ''})")
+            return Verdict(False, "\n".join(lines), staff="\n\n".join(staff)[-20000:])
     first_problems = failing[0][1]
     if len(failing) > 1 and all(p == first_problems for _, p, _ in failing):
         lines.append(f"under all {len(failing)} configs:")
@@ -732,6 +773,31 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
             if pid_line:
                 lines.append(pid_line)
     return Verdict(False, "\n".join(lines), staff="\n\n".join(staff)[-20000:], picture=picture)
+
+
+def twin_problems(task: TaskSpec, case: CaseData, runs: list[dict], twins: list[dict], device: str,
+                  names: list[str], import_ops: list | None) -> list[str]:
+    """The provenance check of one case: its twin's call judged as any call (against the oracle's answer for the
+    twin's inputs), and the two recorded calls compared (grader/judge/provenance.py)."""
+    if len(twins) != 1:
+        return ["the worker's record of this case holds no call of its twin (garbled result)"]
+    twin = twins[0]
+    try:
+        problems = check_run(task, case.twin, twin, device, names, {}, import_ops, twin=True)
+        index = twin.get("config_index")
+        graded = next((r for r in runs if r.get("config_index") == index and "provenance" in r), None)
+        if graded is None or "provenance" not in twin:
+            if not problems:
+                problems.append("the worker's record of this case holds no provenance record (garbled result)")
+        elif not graded.get("error") and not twin.get("error"):
+            msg = provenance.compare(graded["provenance"], twin["provenance"], task.python_reads)
+            if msg:
+                problems.append(msg)
+    except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
+        problems = [f"the worker's record of this call is garbled ({type(exc).__name__}: {exc})"]
+    if twin.get("fatal"):
+        problems.append(twin["fatal"])
+    return problems
 
 
 def tiles_of(task: TaskSpec, case: CaseData, ndim: int) -> list[tuple[int, int] | None] | None:

@@ -119,7 +119,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
     tree = GradingTree(base)
     try:
         judges = (cfg.judges if cfg.judges >= 0 else cores // 2) if len(jobs) > 1 else 0  # judge processes: below
-        prepared = Prepared(device, tree, save_answers=bool(judges), audit=cfg.bounds)
+        prepared = Prepared(device, tree, save_answers=bool(judges), audit=cfg.bounds, twins=cfg.provenance)
         contexts: list[tuple[Job, JobFolders, GradingContext]] = []
         results: dict[int, TaskResult] = {}
         # Identical files for one task are graded once: every later copy gets the first one's result under its
@@ -246,7 +246,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                     fork_server=cfg.fork_server, specialize=specialize[n],
                                     launch=launch_job(job.task), stall_s=stall_s, audit_stall_s=audit_stall_s,
                                     sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile, bounds=cfg.bounds,
-                                    writes=cfg.writes, source=job.read())
+                                    writes=cfg.writes, provenance=cfg.provenance, source=job.read())
                 public = [("shard", n, k) for k, indices in enumerate(plan[n])
                           if all(job.task.cases[i].visibility == "public" for i in indices)]
                 for k, indices in enumerate(plan[n]):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import zlib
 from pathlib import Path
 
 import torch
@@ -22,13 +23,17 @@ class Prepared:
     its own cases'); the oracle's answers are computed later, while the workers run.
     """
 
-    def __init__(self, device: str, tree: GradingTree, save_answers: bool = False, audit: bool = False) -> None:
+    def __init__(self, device: str, tree: GradingTree, save_answers: bool = False, audit: bool = False,
+                 twins: bool = False) -> None:
         self.device = device
         self.tree = tree
         self.save_answers = save_answers
         """Also write the answers to a file, for judge processes (see `judge_job_apart`)."""
         self.audit = audit and device == "cuda"
         """Also write the inputs the CPU grades, for the address check's interpreted calls on CUDA."""
+        self.twins = twins
+        """Give each case of a task whose wrapper the submission writes a twin (`twin_of`), for the provenance
+        check."""
         self._cases: dict[str, list[judge.CaseData]] = {}
         self._answered: set[str] = set()
 
@@ -45,7 +50,11 @@ class Prepared:
             data = []
             for i, case in enumerate(task.cases):
                 args, kwargs = oracle.generate_input(**case.params_for(self.device))
-                data.append(judge.CaseData(case.id, list(args), dict(kwargs), ()))
+                twin = None
+                if self.twins and task.launch is None:
+                    t_args, t_kwargs = twin_of(f"{task.id}/{case.id}", list(args), dict(kwargs))
+                    twin = judge.CaseData(case.id, t_args, t_kwargs, ())
+                data.append(judge.CaseData(case.id, list(args), dict(kwargs), (), twin=twin))
                 # On CUDA, the address check (grader/worker/address_check.py) runs the kernels in the interpreter, on
                 # the inputs the CPU grades: the case's own where it has no `cpu:` sizes, else those.
                 audit = None
@@ -55,7 +64,8 @@ class Prepared:
                 path = self.tree.case_file(task.id, i)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 torch.save({"id": case.id, "args": list(args), "kwargs": dict(kwargs),
-                            **({"audit": audit} if audit else {})}, path)
+                            **({"audit": audit} if audit else {}),
+                            **({"twin": {"args": twin.args, "kwargs": twin.kwargs}} if twin else {})}, path)
             self._cases[task.id] = data
         return self._cases[task.id]
 
@@ -68,16 +78,37 @@ class Prepared:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 cases = self.cases(task)  # with the accepted ranges, computed here once (judge.ranges_of)
                 torch.save({"expected": [list(c.expected) for c in cases],
-                            "ranges": [judge.ranges_of(task, c) for c in cases]}, path)
+                            "ranges": [judge.ranges_of(task, c) for c in cases],
+                            "twins": [None if c.twin is None else {"expected": list(c.twin.expected),
+                                                                   "ranges": judge.ranges_of(task, c.twin)}
+                                      for c in cases]}, path)
             self._answered.add(task.id)
 
     def case_paths(self, task: TaskSpec) -> dict[int, Path]:
         return {i: self.tree.case_file(task.id, i) for i in range(len(task.cases))}
 
 
+def twin_of(key: str, args: list, kwargs: dict) -> tuple[list, dict]:
+    """A case's twin: the same arguments, each tensor's elements in another order (a permutation drawn from `key`),
+    with the same shape and strides. Its values are the case's own, so every constraint a task puts on a value
+    (codes in range, positive scales) holds, and so do statistics of a whole tensor (its absmax); what a position
+    holds changes, so a value computed from the inputs changes with it (grader/worker/provenance.py)."""
+    gen = torch.Generator().manual_seed(zlib.crc32(key.encode()))
+
+    def shuffled(value):
+        if not isinstance(value, torch.Tensor) or value.numel() <= 1:
+            return value
+        flat = value.reshape(-1)
+        out = torch.empty_strided(tuple(value.shape), value.stride(), dtype=value.dtype, device=value.device)
+        out.copy_(flat[torch.randperm(flat.numel(), generator=gen)].reshape(value.shape))
+        return out
+
+    return [shuffled(a) for a in args], {k: shuffled(v) for k, v in kwargs.items()}
+
+
 def answer_cases(task: TaskSpec, cases: list[judge.CaseData]) -> None:
     oracle = Prepared._oracle(task)
-    for case in cases:
+    for case in [*cases, *(c.twin for c in cases if c.twin is not None)]:
         expected = tuple(oracle.ref_kernel(case.args, case.kwargs))
         if len(expected) != len(task.outputs):
             raise ValueError(f"reference/{task.reference}.py returned {len(expected)} outputs for case "

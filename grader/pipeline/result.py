@@ -83,7 +83,13 @@ def judge_job_apart(job: Job, folders: JobFolders, report: static.StaticReport, 
                 sent = torch.load(case_files[i], weights_only=True)
                 expected = tuple(saved["expected"][i])
                 judge.keep_ranges(expected, saved["ranges"][i])
-                cases.append(judge.CaseData(sent["id"], list(sent["args"]), dict(sent["kwargs"]), expected))
+                twin, answer = sent.get("twin"), (saved.get("twins") or [None] * len(case_files))[i]
+                if twin is not None and answer is not None:
+                    judge.keep_ranges(tuple(answer["expected"]), answer["ranges"])
+                    twin = judge.CaseData(sent["id"], list(twin["args"]), dict(twin["kwargs"]),
+                                          tuple(answer["expected"]))
+                cases.append(judge.CaseData(sent["id"], list(sent["args"]), dict(sent["kwargs"]), expected,
+                                            twin=twin if answer is not None else None))
             _JUDGE_CASES[key] = cases
     except Exception as exc:  # noqa: BLE001
         return grader_failure(job, device, exc, runs)

@@ -183,6 +183,9 @@ class WorkerJob:
     """Check addresses through an interpreted re-run of each call (always on CUDA; on the CPU for tests)."""
     writes: bool = True
     """The write check (grader/worker/write_check.py): each guarded buffer at each launch and at the end of the call."""
+    provenance: bool = True
+    """The provenance check (grader/worker/provenance.py): each case's twin is called, and it and one graded call are
+    recorded checkpoint by checkpoint."""
     warm: bool = False
     gate: str = ""
     """The GPU gate's stem (`GradingTree.gate`), or "" for none: CUDA workers use the GPU through it."""

@@ -35,12 +35,13 @@ import torch
 
 from grader.protocol import GpuGate, Kind, RecordWriter, WorkerJob, guards
 from grader.worker import sandbox
-from grader.worker.address_check import BoundsAudit
+from grader.worker.address_check import BoundsAudit, submission_line
 from grader.worker.address_check import intact as bounds_intact
 from grader.worker.gpu_compile import CompileCheck
 from grader.worker.interpreter import interpreted, patch_interpreter
 from grader.worker.interpreter import kernel_chain as _kernel_chain
 from grader.worker.op_audit import OpAudit, watch_threads
+from grader.worker.provenance import Provenance
 from grader.worker.timing import compile_here, load_baseline, time_calls
 from grader.worker.write_check import WriteWatch
 
@@ -69,6 +70,10 @@ class Instruments:
         self.writes: WriteWatch | None = None
         """The write check (grader/worker/write_check.py): the guarded buffers at each launch and at the end of the
         call."""
+        self.provenance: Provenance | None = None
+        """The provenance check's recorder (grader/worker/provenance.py): each launch is one of its checkpoints."""
+        self.audit: OpAudit | None = None
+        """The op audit: a tensor a launch receives is no longer a constant table."""
         self._orig_empty = torch.empty
         self._patch_launches()
         self._patch_allocators()
@@ -100,6 +105,10 @@ class Instruments:
                     inst.launches.append(launch)
                     if inst.writes is not None:
                         watched = (*inst.writes.before(tensors, name), name)
+                    if inst.audit is not None:
+                        inst.audit.launched(tensors)
+                    if inst.provenance is not None and inst.provenance.active:
+                        inst.provenance.launch(name, submission_line(inst.path, 2), _arg_names(self), args, kwargs)
                 if inst.gate is not None and type(self).__name__ == "InterpretedFunction":
                     out = inst.gate.paused(lambda: _orig(self, *args, **kwargs), torch.cuda.synchronize)
                 else:
@@ -109,6 +118,8 @@ class Instruments:
                 if watched is not None and watched[0]:
                     owners, line, name = watched
                     inst.writes.launched(owners, name, line)
+                if inst.provenance is not None and inst.provenance.active:
+                    inst.provenance.launched([a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)])
                 return out
 
             cls.run = run
@@ -144,6 +155,19 @@ class Instruments:
 
     def reset(self) -> None:
         self.launches, self.allocs = [], []
+
+
+def _arg_names(kernel) -> list[str]:
+    """A launched kernel's parameter names (JITFunction.arg_names; the interpreted one's function's)."""
+    names = getattr(kernel, "arg_names", None)
+    if not names:
+        import inspect
+
+        try:
+            names = list(inspect.signature(kernel.fn).parameters)
+        except (AttributeError, TypeError, ValueError):
+            names = []
+    return [str(n) for n in names]
 
 
 # ------------------------------------------------------------------------------------------- the submission
@@ -293,9 +317,11 @@ def interpreted_key(tuners: list, index: int) -> tuple:
 
 
 def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, config_index: int,
-             audit: OpAudit | None = None, bounds: BoundsAudit | None = None, view=None) -> dict:
+             audit: OpAudit | None = None, bounds: BoundsAudit | None = None, view=None,
+             provenance: Provenance | None = None) -> dict:
     """One call of the entry on fresh guarded inputs, under one forced autotune config (`view`: a context the
-    call runs in, such as `interpreter.interpreted`)."""
+    call runs in, such as `interpreter.interpreted`; `provenance`: the recorder of the provenance check, for the
+    calls it compares, under the op audit)."""
     record: dict = {"config_index": config_index, "configs": {}, "error": None}
     for tuner, configs in tuners:
         chosen = config_at(configs, config_index)
@@ -323,6 +349,9 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
         bounds.take()  # nothing from before this call counts against it
     if n_out:
         args += entry.outputs(case["args"][len(case["args"]) - n_out:], device, inst)
+    if provenance is not None and audit is not None:
+        provenance.start([view for _, view, _ in inputs])
+        audit.provenance = inst.provenance = provenance
     start = time.perf_counter()
     result = None
     inst.active = True
@@ -339,6 +368,10 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
         inst.active = False
         if audit:
             record["torch_ops"] = audit.result()
+        if inst.provenance is not None:
+            inst.provenance.returned(result)
+            record["provenance"] = inst.provenance.stop()
+            audit.provenance = inst.provenance = None
         for tuner, configs in tuners:
             tuner.configs = list(configs)
     record["seconds"] = time.perf_counter() - start
@@ -583,6 +616,7 @@ def main(job_file: Path, records_fd: int) -> int:
             originals = patch_interpreter()
         inst = Instruments()
         inst.path = path
+        inst.audit = audit
         inst.gate = gate
         stages.watch_compiles(gate, dynamo=bool(job.perf))  # torch.compile runs only in timing workers
         if device == "cpu" and job.gpu_compile:
@@ -627,9 +661,15 @@ def main(job_file: Path, records_fd: int) -> int:
         runs = []
         if job.benchmark_autotune:
             naive_call(entry, case, device)
+        # The provenance check (grader/worker/provenance.py): the case's twin (its inputs' elements in another
+        # order, from the trusted side) is called under one config, chosen by the case's index so that a class of
+        # cases covers every config, and that config's graded call is recorded the same way.
+        twin = case.get("twin") if job.provenance and not job.warm and not job.launch else None
+        paired = i % n_runs if twin else None
         for c in range(n_runs):
             with stages.stage("cases"), shared():
-                record = run_case(entry, case, device, inst, tuners, c, audit, first_bounds)
+                record = run_case(entry, case, device, inst, tuners, c, audit, first_bounds,
+                                  provenance=Provenance() if c == paired else None)
             runs.append(record)
             # progress, for the runner's stall limit (grading.stall_s): one more run of this case is done
             status({"case": case["id"], "index": i, "runs": c + 1})
@@ -647,6 +687,13 @@ def main(job_file: Path, records_fd: int) -> int:
                 interpret_runs(entry, case, module, inst, tuners, runs, bounds, functools.partial(status, auditing),
                                device)
             status({"case": case["id"], "index": i, "runs": len(runs), "audited": True})
+        if twin and not any(r.get("fatal") for r in runs):
+            with stages.stage("twin"), shared():
+                record = run_case(entry, {"id": case["id"], "args": twin["args"], "kwargs": twin["kwargs"]}, device,
+                                  inst, tuners, paired, audit, None, provenance=Provenance())
+            record["twin"] = True
+            runs.append(record)
+            status({"case": case["id"], "index": i, "runs": len(runs), "twin": True})
         t_save = time.perf_counter()
         with stages.stage("records"):
             share_outputs(runs)

@@ -78,6 +78,15 @@ class OpAudit:
         self.derived: set[int] = set()
         """Storage addresses that hold values computed from input data by any operation (`x[i:i+1].max()`): what
         Python reads of them counts against the task's `python_reads` (record field `reads_input`)."""
+        self.constant: set[int] = set()
+        """Storage addresses of tensors made from constants alone: by an operation none of whose tensor arguments
+        held anything but such constants (`torch.arange(16) * 4`, `torch.tensor([127.0])`), and not received by a
+        kernel launch since (`launched`). Work on them only builds a constant table, and does not count against the
+        call (record field `constant`); data laundered into such a tensor from Python is the provenance check's
+        to find (grader/worker/provenance.py)."""
+        self.provenance = None
+        """The provenance check's recorder (grader/worker/provenance.py), when the call is one it records: every
+        operation of the submission is one of its checkpoints."""
         self._dispatch = _Dispatch(self)
         self._function = _Function(self)
 
@@ -86,7 +95,13 @@ class OpAudit:
         self.records = {}
         self.inputs = set(input_storages or ())
         self.derived = set(self.inputs)
+        self.constant = set()
         return _Window(self)
+
+    def launched(self, tensors: list) -> None:
+        """A kernel launch received these tensors: what they hold now is a kernel's work, not a constant."""
+        for t in tensors:
+            self.constant.discard(t.untyped_storage().data_ptr())
 
     def result(self) -> list[dict]:
         return list(self.records.values())
@@ -128,15 +143,20 @@ class OpAudit:
         derived = any(store(t) in self.derived for t in tensors_in if isinstance(t, torch.Tensor))
         if derived:
             self.derived.update(store(t) for t in tensors_out if isinstance(t, torch.Tensor))
+        constant = not derived and not tainted and all(
+            store(t) in self.constant for t in tensors_in if isinstance(t, torch.Tensor))
+        for t in tensors_out:
+            if isinstance(t, torch.Tensor):
+                (self.constant.add if constant else self.constant.discard)(store(t))
         outs = [t for t in tensors_out if isinstance(t, torch.Tensor)]
         elements = sum(t.numel() for t in outs) if outs else max((t.numel() for t in touched), default=0)
         largest = max(touched, key=lambda t: t.numel(), default=None)
         scalar = all(t.numel() <= 1 for t in touched) and not tainted
-        key = (op, line, scalar, derived)
+        key = (op, line, scalar, derived, constant)
         if key not in self.records and len(self.records) >= MAX_RECORDS:
             key = next(reversed(self.records))
         rec = self.records.setdefault(key, {"op": op, "line": line, "scalar": scalar, "reads_input": derived,
-                                            "calls": 0, "elements": 0, "shape": []})
+                                            "constant": constant, "calls": 0, "elements": 0, "shape": []})
         rec["calls"] += 1
         rec["elements"] += int(elements)
         if largest is not None and largest.numel() >= _numel(rec["shape"]):
@@ -171,6 +191,8 @@ class _Dispatch(TorchDispatchMode):
         line = self.audit.attribute(name)
         if line is not None:
             self.audit.note(name, line, _flat((args, kwargs)), _flat(out))
+            if self.audit.provenance is not None:
+                self.audit.provenance.op(name, line, args, kwargs, out)
         return out
 
 
