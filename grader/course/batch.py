@@ -38,7 +38,7 @@ from grader.course import gradescope, leaderboard
 from grader.course.ledger import Attempt, Ledger
 from grader.gates.notebook import Extraction, NotebookFolder
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
-from grader.results import report
+from grader.results import escape, report
 from grader.results.outcome import Outcome
 
 
@@ -145,13 +145,14 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
                        f"graded: the limit of {hw.max_attempts} graded attempts "
                        "is reached; your points are those of the attempt already counted")
                 refused[student][task_id] = {"sha256": sha, "why": why}
-                show(f"{student}/{task_id}: not graded: the limit of {hw.max_attempts} attempts is reached")
+                show(f"{escape.terminal(student)}/{task_id}: not graded: the limit of {hw.max_attempts} attempts is "
+                     "reached")
                 continue
             mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
             planned.append(Planned(student, tasks[task_id], path, sha, times.get((student, task_id), mtime), source,
                                    part))
-        for note in notebooks.notes:
-            show(f"{student}: {note}")
+        for note in notebooks.notes:  # names the student's files: one terminal line, escaped
+            show(escape.terminal(f"{student}: {note}"))
 
     warning = mtime_lateness_warning(planned, hw, bool(manifest))
     if warning:
@@ -354,8 +355,9 @@ def write_gradescope(out: Path, student: str, hw: Homework, board: list[leaderbo
     refused_path = out / student / REFUSED
     refused = json.loads(refused_path.read_text()) if refused_path.is_file() else {}
     for task_id, entry in refused.items():
-        tests.append({"name": f"{task_id} / not graded", "score": 0, "max_score": 0, "output": entry["why"],
-                      "visibility": "visible"})
+        # `why` names the student's notebook file: data, not Markdown
+        tests.append({"name": f"{task_id} / not graded", "score": 0, "max_score": 0,
+                      "output": escape.md_inline(entry["why"]), "output_format": "md", "visibility": "visible"})
     if tests:
         named = board and hw.leaderboard_names != "student"
         data = gradescope.results_json(tests, f"Your name on the class's speed leaderboard: "
@@ -370,8 +372,8 @@ def write_gradebook(rows: dict[str, dict], hw: Homework, path: Path) -> None:
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=["student", *hw.tasks, "total", "late"])
     writer.writeheader()
-    for student in sorted(rows):
-        writer.writerow(rows[student])
+    for student in sorted(rows):  # the student column is a folder's name: no formula (escape.csv_cell)
+        writer.writerow({k: escape.csv_cell(v) for k, v in rows[student].items()})
     write_atomic(path, text.getvalue())
 
 
