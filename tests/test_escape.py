@@ -154,7 +154,7 @@ def test_batch_results_json_and_gradebook_hold_a_hostile_student_as_text(tmp_pat
     assert all(r[T10] == "0.5" and r["total"] == "0.5" for r in rows)
     # results.json: the messages' code blocks hold the student's text; nothing renders as markup
     for s in students:
-        for name in ("results.json",):
+        for name in ("results.json", "gradescope.staff.json"):
             data = json.loads((out / s / name).read_text())
             for test in data["tests"]:
                 assert_no_markup_from_students(render_md(test["output"]))
