@@ -190,7 +190,8 @@ def bundle(hw_id: str, out: Path, config: Path = ROOT / "config.yaml") -> Path:
 
 def find_files(submission: Path, task_ids: list[str]) -> tuple[dict[str, Path], list[str]]:
     """The file of each task (`<task_id>.py`, at any depth: a zip upload may add folders) and what to tell the
-    student about the rest: duplicates, and files named like no task (with the task they look like)."""
+    student about the rest: duplicates, and files named like no task (with the task they look like). The notes
+    are Markdown lines: the student's file names in them are escaped (escape.md_inline), the grader's words not."""
     files = sorted((p for p in submission.rglob("*.py")
                     if not any(part.startswith((".", "__")) for part in p.relative_to(submission).parts)),
                    key=lambda p: (len(p.relative_to(submission).parts), str(p)))
@@ -200,13 +201,14 @@ def find_files(submission: Path, task_ids: list[str]) -> tuple[dict[str, Path], 
         rel = path.relative_to(submission)
         if path.stem in task_ids:
             if path.stem in found:
-                notes.append(f"{rel}: ignored, {found[path.stem].relative_to(submission)} is graded for {path.stem}")
+                notes.append(f"{escape.md_inline(rel)}: ignored, "
+                             f"{escape.md_inline(found[path.stem].relative_to(submission))} is graded for {path.stem}")
             else:
                 found[path.stem] = path
             continue
         guess = difflib.get_close_matches(path.stem, task_ids, n=1, cutoff=0.5)
         hint = f"; did you mean {guess[0]}.py?" if guess else f"; the tasks are {', '.join(task_ids)}"
-        notes.append(f"{rel}: not graded, no task is named {path.stem!r}{hint}")
+        notes.append(f"{escape.md_inline(rel)}: not graded, no task is named {escape.md_inline(repr(path.stem))}{hint}")
     return found, notes
 
 
@@ -248,7 +250,7 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
         for t in hw.tasks:
             if t not in found and (hit := notebooks.for_task(tasks[t])):
                 jobs.append(Job(tasks[t], hit[0], "submission", hit[1].source, hit[1]))
-        notes += notebooks.notes
+        notes += [escape.md_inline(n) for n in notebooks.notes]  # they name the student's notebooks
         graded = {r.task: r for r in grade_jobs(jobs, cfg, dev, 0)} if jobs else {}
         received = sorted(str(p.relative_to(submission)) for p in submission.rglob("*") if p.is_file())
         entries, lines = [], []
@@ -267,8 +269,7 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
         versions = next((r.environment.get("toolchain_note") for r in graded.values()), None)
         output = "\n".join([f"**{hw.title}**: graded on {where}." + (f" {versions[0].upper()}{versions[1:]}."
                                                                       if versions else ""),
-                             # a note names the student's files (or quotes nbformat on their notebook): data
-                             "", *lines, *(f"- {escape.md_inline(n)}" for n in notes)])
+                             "", *lines, *(f"- {n}" for n in notes)])  # notes: Markdown, names escaped
         data = results_json(entries, output, time.monotonic() - start)
         board = [e for r in graded.values()
                  for e in leaderboard.entries_of("submission", r.task, r.staff_json()["tests"], hw)]
