@@ -11,7 +11,7 @@ from pathlib import Path
 from grader.config import ROOT, ConfigError, discover_tasks, load_config
 from grader.gates.notebook import NotebookFolder, is_notebook
 from grader.pipeline.grading import Job, TaskResult, grade_jobs, resolve_device
-from grader.results import report
+from grader.results import escape, report
 
 CHECKS = "checks"
 """Where `grade` and `grade-dir` write by default: a folder of their own under the results folder, never the
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         if is_notebook(args.file):  # graded as the .py it holds for this task (grader/gates/notebook.py)
             job.read()
             if not job.notebook.defines:
-                print(f"{args.file}: {job.notebook.why_not()}", file=sys.stderr)
+                print(escape.terminal(f"{args.file}: {job.notebook.why_not()}"), file=sys.stderr)
                 return 2
         folder = args.json.parent if args.json else ROOT / cfg.results_dir / CHECKS / job.student
         if _batch_owns(folder) or _batch_owns(folder.parent):
@@ -164,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             jobs += [Job(tasks[p.stem], p, student) for p in files if p.stem in tasks]
             unknown = [p.name for p in files if p.stem not in tasks]
             if unknown:
-                print(f"{folder}: ignored (no task of that name): {', '.join(unknown)}", file=sys.stderr)
+                print(escape.terminal(f"{folder}: ignored (no task of that name): {', '.join(unknown)}"),
+                      file=sys.stderr)
             # A notebook submits every task it defines that has no <task_id>.py here (grader/gates/notebook.py).
             notebooks = NotebookFolder(folder)
             for task in tasks.values():
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                 if found:
                     jobs.append(Job(task, found[0], student, found[1].source, found[1]))
             for note in notebooks.notes:
-                print(f"{folder}: {note}", file=sys.stderr)
+                print(escape.terminal(f"{folder}: {note}"), file=sys.stderr)
         if not jobs:
             print("no <task_id>.py files, and no notebook defining a task, found", file=sys.stderr)
             return 2
@@ -188,8 +189,8 @@ def main(argv: list[str] | None = None) -> int:
             totals.setdefault(r.student, [0.0, 0.0])
             totals[r.student][0] += r.score
             totals[r.student][1] += r.max_score
-        for student, (score, max_score) in totals.items():
-            print(f"{student:20} {score:6g} / {max_score:g}")
+        for student, (score, max_score) in totals.items():  # a student is a folder's name: escape.terminal
+            print(f"{escape.terminal(student):20} {score:6g} / {max_score:g}")
         print(f"results in {out}/<student>/<task>.json")
         return 0
 
@@ -207,10 +208,11 @@ def main(argv: list[str] | None = None) -> int:
         except OtherClass as exc:
             print(exc, file=sys.stderr)
             return 2
-        width = max([len(s) for s in rows] + [7])
+        names = {s: escape.terminal(s) for s in rows}  # folder names: one line each, no escape sequence
+        width = max([len(s) for s in names.values()] + [7])
         print(f"{'student':{width}}  total  late")
         for student in sorted(rows):
-            print(f"{student:{width}}  {rows[student]['total']:5g}  {rows[student]['late']}")
+            print(f"{names[student]:{width}}  {rows[student]['total']:5g}  {rows[student]['late']}")
         return 0
 
     if args.command == "selftest":

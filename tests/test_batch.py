@@ -329,3 +329,48 @@ def test_a_results_folder_holds_one_class(setup, task10, tmp_path):
     assert refused.returncode == 2 and "holds the records of the class in" in refused.stderr
     rows = run_batch(other, hw, tasks, cfg, "cpu", tmp_path / "results-b", grade=FakeGrader(), show=lambda s: None)
     assert rows["ann"][task10.id] == 1.0
+
+
+def test_no_file_a_student_may_be_handed_tells_a_hidden_case(tmp_path, task10):
+    """A real batch (CPU) of task 10's wrong/absmax_eps.py, which passes every public case and fails only the
+    hidden tiny_fp32 and small_fp16: no file a TA may hand the student (everything in results/<student>/ but
+    the *.staff.json files) holds a hidden case's name, its sizes or a word of its message; the staff files do,
+    and gradescope.staff.json (Gradescope's upload) has every test under its own name."""
+    wrong = task10.wrong["absmax_eps.py"]
+    hidden = {c.id for c in task10.cases if c.visibility == "hidden"}
+    failing = wrong.expected_failures(task10.test_names) - {"imports", "signatures"}
+    assert failing and failing <= hidden  # the premise: only hidden cases fail
+    root = tmp_path / "subs"
+    (root / "ann").mkdir(parents=True)
+    (root / "ann" / f"{task10.id}.py").write_bytes((task10.folder / "wrong" / "absmax_eps.py").read_bytes())
+    hw = Homework(id="hw", title="HW", tasks={task10.id: task10.points_on("cpu")})
+    out = tmp_path / "results"
+    run_batch(root, hw, {task10.id: task10}, load_config(), "cpu", out, workers=2, show=lambda s: None)
+
+    staff = json.loads((out / "ann" / f"{task10.id}.staff.json").read_text())
+    failed = {t["name"]: t["message"] for t in staff["tests"] if t["outcome"] == "failed"}
+    assert set(failed) == failing, failed  # graded as declared: the hidden cases fail, with messages
+    # what would tell a hidden case: its id, its sizes (n, as the case and the CPU's shrunk size write them) and
+    # the lines of its message (got/expected values)
+    secrets = set(hidden) | {ln.strip() for m in failed.values() for ln in m.splitlines() if len(ln.strip()) > 12}
+    sizes = {str(c.params_for("cpu").get("n")) for c in task10.cases if c.visibility == "hidden"}
+
+    def strings(value):  # every string of a JSON file but hashes (a hex digest could hold "5003" by chance)
+        if isinstance(value, dict):
+            return [s for k, v in value.items() if "sha256" not in k for s in [k, *strings(v)]]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return [str(value)]
+
+    handed = [p for p in (out / "ann").rglob("*") if p.is_file() and not p.name.endswith(".staff.json")]
+    assert {p.name for p in handed} >= {"results.json", f"{task10.id}.json"}
+    for path in handed:
+        text = "\n".join(strings(json.loads(path.read_text())))
+        assert not [s for s in secrets if s in text], (path, [s for s in secrets if s in text])
+        assert not [n for n in sizes if f"n={n}" in text or f"{n} (CUDA" in text or f": {n}" in text], path
+    student_view = json.loads((out / "ann" / "results.json").read_text())
+    assert sum(t["score"] for t in student_view["tests"]) == pytest.approx(staff["score"])  # same points
+    upload = json.loads((out / "ann" / "gradescope.staff.json").read_text())
+    shown = {t["name"].split(" / ")[1]: t for t in upload["tests"]}
+    assert {n: shown[n]["visibility"] for n in failing} == {n: "hidden" for n in failing}
+    assert all(failed[n].splitlines()[0] in shown[n]["output"] for n in failing)  # the upload keeps messages

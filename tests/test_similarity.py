@@ -297,7 +297,7 @@ def test_html_shows_flagged_pairs_side_by_side(report: dict) -> None:
     for r in flagged:
         assert f"{r['student_a']} and {r['student_b']}: {float(r['score']):.2f}" in text
     assert text.count('<td class="side">') == 2 * len(flagged)
-    assert 'class="hit"' in text and "&quot;" in text  # shared lines marked; source escaped
+    assert 'class="hit"' in text and "&#34;" in text  # lines marked; source escaped (markupsafe: " is &#34;)
     assert "t10-wrong-fork_bomb" not in text  # nothing flagged it
 
 

@@ -12,7 +12,9 @@ For every `submissions/<student>/<task_id>.py` of the homework:
 
 Outputs: results/<student>/<task>.json (and .staff.json), as each job is judged; at the end, from the ledger,
 results/gradebook.csv (one row per student, a column per task, total, late flag; sorted by student),
-results/<student>/results.json (Gradescope's format) and results/summary.md (score histogram, per-test pass rates).
+results/<student>/results.json (Gradescope's format, the student's view: hidden tests by points only),
+results/<student>/gradescope.staff.json (the same with every message: Gradescope's upload, staff only) and
+results/summary.md (score histogram, per-test pass rates).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from grader.course import gradescope, leaderboard
 from grader.course.ledger import Attempt, Ledger
 from grader.gates.notebook import Extraction, NotebookFolder
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
-from grader.results import report
+from grader.results import escape, report
 from grader.results.outcome import Outcome
 
 
@@ -145,13 +147,14 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
                        f"graded: the limit of {hw.max_attempts} graded attempts "
                        "is reached; your points are those of the attempt already counted")
                 refused[student][task_id] = {"sha256": sha, "why": why}
-                show(f"{student}/{task_id}: not graded: the limit of {hw.max_attempts} attempts is reached")
+                show(f"{escape.terminal(student)}/{task_id}: not graded: the limit of {hw.max_attempts} attempts is "
+                     "reached")
                 continue
             mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
             planned.append(Planned(student, tasks[task_id], path, sha, times.get((student, task_id), mtime), source,
                                    part))
-        for note in notebooks.notes:
-            show(f"{student}: {note}")
+        for note in notebooks.notes:  # names the student's files: one terminal line, escaped
+            show(escape.terminal(f"{student}: {note}"))
 
     warning = mtime_lateness_warning(planned, hw, bool(manifest))
     if warning:
@@ -331,47 +334,57 @@ def gradebook(ledger: Ledger, hw: Homework, students: list[str]) -> dict[str, di
     return rows
 
 
+GRADESCOPE_STAFF = "gradescope.staff.json"
+"""results/<student>/gradescope.staff.json: Gradescope's format with every test's name and message, hidden ones
+included (Gradescope hides them by `visibility`): the file to upload, never to hand to a student. The student's
+results.json beside it is the same without what a hidden test would tell (the student JSON's view)."""
+
+
 def write_gradescope(out: Path, student: str, hw: Homework, board: list[leaderboard.Entry] | None = None) -> None:
-    """results/<student>/results.json in Gradescope's autograder format, from the counted result of each task: the
-    points (late rule applied) from the student JSON, the messages from the staff JSON (Gradescope hides a test
-    by its visibility, where the student JSON has no message for a test that is not public); `board`: the
-    student's leaderboard entries (its `leaderboard` field, and their pseudonym in the output)."""
-    tests = []
-    for task_id in hw.tasks:
-        path = out / student / f"{task_id}.json"
-        if not path.is_file():
-            continue
-        data = json.loads(path.read_text())
-        staff = path.with_suffix(".staff.json")
-        shown = json.loads(staff.read_text())["tests"] if staff.is_file() else data.get("tests", [])
-        factor = data["score"] / data["raw_score"] if data.get("raw_score") else 1.0
-        pictures = {t["name"]: Path(t["picture"]).read_bytes() for t in shown  # report.save_pictures wrote them
-                    if t.get("picture") and Path(t["picture"]).parent == out / student and Path(t["picture"]).is_file()}
-        tests += gradescope.entries_of(task_id, shown, factor, pictures)
-        if data.get("late"):
-            tests.append({"name": f"{task_id} / late", "score": 0, "max_score": 0, "output": data["late"],
-                          "visibility": "visible"})
-    refused_path = out / student / REFUSED
-    refused = json.loads(refused_path.read_text()) if refused_path.is_file() else {}
-    for task_id, entry in refused.items():
-        tests.append({"name": f"{task_id} / not graded", "score": 0, "max_score": 0, "output": entry["why"],
-                      "visibility": "visible"})
-    if tests:
-        named = board and hw.leaderboard_names != "student"
-        data = gradescope.results_json(tests, f"Your name on the class's speed leaderboard: "
-                                              f"{leaderboard.pseudonym(leaderboard.secret_of(out), student)}."
-                                       if named else "")
-        if board:
-            data["leaderboard"] = leaderboard.gradescope_entries(board)
-        write_atomic(out / student / "results.json", json.dumps(data, indent=2) + "\n")
+    """Two files in Gradescope's autograder format, from the counted result of each task, points with the late rule
+    applied (the student JSON's score): results/<student>/results.json, the student's view, which a TA may hand
+    to the student (a test that is not public by its neutral name and points only, as in the student JSON), and
+    gradescope.staff.json, the upload to Gradescope (names and messages from the staff JSON: Gradescope hides a
+    test by its visibility). `board`: the student's leaderboard entries (its `leaderboard` field, and their
+    pseudonym in the output)."""
+    for staff_view, name in ((False, "results.json"), (True, GRADESCOPE_STAFF)):
+        tests = []
+        for task_id in hw.tasks:
+            path = out / student / f"{task_id}.json"
+            if not path.is_file():
+                continue
+            data = json.loads(path.read_text())
+            staff = path.with_suffix(".staff.json")
+            shown = json.loads(staff.read_text())["tests"] if staff_view and staff.is_file() else data.get("tests", [])
+            factor = data["score"] / data["raw_score"] if data.get("raw_score") else 1.0
+            pictures = {t["name"]: Path(t["picture"]).read_bytes() for t in shown  # report.save_pictures wrote them
+                        if t.get("picture") and Path(t["picture"]).parent == out / student
+                        and Path(t["picture"]).is_file()}
+            tests += gradescope.entries_of(task_id, shown, factor, pictures)
+            if data.get("late"):
+                tests.append({"name": f"{task_id} / late", "score": 0, "max_score": 0, "output": data["late"],
+                              "output_format": "md", "visibility": "visible"})
+        refused_path = out / student / REFUSED
+        refused = json.loads(refused_path.read_text()) if refused_path.is_file() else {}
+        for task_id, entry in refused.items():  # `why` names the student's notebook file: data, not Markdown
+            tests.append({"name": f"{task_id} / not graded", "score": 0, "max_score": 0,
+                          "output": escape.md_inline(entry["why"]), "output_format": "md", "visibility": "visible"})
+        if tests:
+            named = board and hw.leaderboard_names != "student"
+            data = gradescope.results_json(tests, f"Your name on the class's speed leaderboard: "
+                                                  f"{leaderboard.pseudonym(leaderboard.secret_of(out), student)}."
+                                           if named else "")
+            if board:
+                data["leaderboard"] = leaderboard.gradescope_entries(board)
+            write_atomic(out / student / name, json.dumps(data, indent=2) + "\n")
 
 
 def write_gradebook(rows: dict[str, dict], hw: Homework, path: Path) -> None:
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=["student", *hw.tasks, "total", "late"])
     writer.writeheader()
-    for student in sorted(rows):
-        writer.writerow(rows[student])
+    for student in sorted(rows):  # the student column is a folder's name: no formula (escape.csv_cell)
+        writer.writerow({k: escape.csv_cell(v) for k, v in rows[student].items()})
     write_atomic(path, text.getvalue())
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import difflib
-import html
 import json
 import os
 import re
@@ -26,6 +25,7 @@ from grader.config import GRADESCOPE_VISIBILITY, ROOT, ConfigError, Homework, Ta
 from grader.course import leaderboard
 from grader.course.release import toolchain_of, write_tree
 from grader.gates.notebook import NotebookFolder
+from grader.results import escape
 
 VISIBILITY = ["hidden", "after_due_date", "after_published", "visible"]
 FORMATS = ["text", "html", "simple_format", "md", "ansi"]
@@ -67,11 +67,9 @@ RESULTS_SCHEMA = {
 
 def fenced(text: str) -> str:
     """`text` as a Markdown code block, shown as the grader wrote it (`_quantize_global`, `q[2, 0]`, aligned
-    got/expected columns): a fence longer than any run of backticks inside."""
-    fence = "```"
-    while fence in text:
-        fence += "`"
-    return f"{fence}text\n{text}\n{fence}"
+    got/expected columns): a fence longer than any run of backticks inside, so the student's part of a message
+    (an exception's text) cannot close it (escape.md_code_block)."""
+    return escape.md_code_block(text)
 
 
 GOT_EXPECTED = re.compile(r"(\w+\[[\d, ]*\]) got (\S+?) expected (\S+?)(?=;|$|\s)", re.M)
@@ -90,8 +88,9 @@ def got_expected_table(message: str) -> str:
     if not found:
         return ""
     cells = ["| element | got | expected |", "| --- | ---: | ---: |"]
-    cells += [f"| `{where}` | {got.replace('|', '&#124;')} | {want.replace('|', '&#124;')} |"
-              for where, got, want in found]
+    # `where` is \w+[digits] (GOT_EXPECTED), but got and expected are any non-blank run, and a message quotes an
+    # exception's text: a student can shape one like this line, with a link or an image for a value.
+    cells += [f"| `{where}` | {escape.md_inline(got)} | {escape.md_inline(want)} |" for where, got, want in found]
     return "\n".join(cells)
 
 
@@ -100,10 +99,10 @@ def picture_html(message: str, png: bytes, name: str) -> str:
     as a data URI (Gradescope renders no image file from the results folder; an embedded one it shows)."""
     rows = got_expected(message)
     table = ("<table><tr><th>element</th><th>got</th><th>expected</th></tr>"
-             + "".join(f"<tr><td><code>{html.escape(w)}</code></td><td>{html.escape(g)}</td><td>{html.escape(e)}</td>"
-                       "</tr>" for w, g, e in rows) + "</table>") if rows else ""
-    image = f'<img alt="{html.escape(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
-    return f"<pre>{html.escape(message or '')}</pre>{table}{image}"
+             + "".join(f"<tr><td><code>{escape.html(w)}</code></td><td>{escape.html(g)}</td>"
+                       f"<td>{escape.html(e)}</td></tr>" for w, g, e in rows) + "</table>") if rows else ""
+    image = f'<img alt="{escape.html(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+    return f"<pre>{escape.html(message or '')}</pre>{table}{image}"
 
 
 def entries_of(task_id: str, tests: list[dict], factor: float = 1.0,
@@ -162,7 +161,7 @@ fi
 python3 -m venv "$ROOT/venv"
 PY="$ROOT/venv/bin/python"
 "$PY" -m pip install -q torch=={torch} --extra-index-url "${{TORCH_INDEX:-https://download.pytorch.org/whl/cpu}}"
-"$PY" -m pip install -q triton=={triton} numpy pytest pytest-json-report pyyaml pydantic nbformat
+"$PY" -m pip install -q triton=={triton} numpy pytest pytest-json-report pyyaml pydantic nbformat markupsafe
 "$PY" -c "import torch, triton; print('autograder ready: torch', torch.__version__, 'triton', triton.__version__)"
 """
 
@@ -191,7 +190,8 @@ def bundle(hw_id: str, out: Path, config: Path = ROOT / "config.yaml") -> Path:
 
 def find_files(submission: Path, task_ids: list[str]) -> tuple[dict[str, Path], list[str]]:
     """The file of each task (`<task_id>.py`, at any depth: a zip upload may add folders) and what to tell the
-    student about the rest: duplicates, and files named like no task (with the task they look like)."""
+    student about the rest: duplicates, and files named like no task (with the task they look like). The notes
+    are Markdown lines: the student's file names in them are escaped (escape.md_inline), the grader's words not."""
     files = sorted((p for p in submission.rglob("*.py")
                     if not any(part.startswith((".", "__")) for part in p.relative_to(submission).parts)),
                    key=lambda p: (len(p.relative_to(submission).parts), str(p)))
@@ -201,18 +201,19 @@ def find_files(submission: Path, task_ids: list[str]) -> tuple[dict[str, Path], 
         rel = path.relative_to(submission)
         if path.stem in task_ids:
             if path.stem in found:
-                notes.append(f"{rel}: ignored, {found[path.stem].relative_to(submission)} is graded for {path.stem}")
+                notes.append(f"{escape.md_inline(rel)}: ignored, "
+                             f"{escape.md_inline(found[path.stem].relative_to(submission))} is graded for {path.stem}")
             else:
                 found[path.stem] = path
             continue
         guess = difflib.get_close_matches(path.stem, task_ids, n=1, cutoff=0.5)
         hint = f"; did you mean {guess[0]}.py?" if guess else f"; the tasks are {', '.join(task_ids)}"
-        notes.append(f"{rel}: not graded, no task is named {path.stem!r}{hint}")
+        notes.append(f"{escape.md_inline(rel)}: not graded, no task is named {escape.md_inline(repr(path.stem))}{hint}")
     return found, notes
 
 
 def missing_entry(task: TaskSpec, device: str, received: list[str]) -> dict:
-    names = ", ".join(received) if received else "no .py file at all"
+    names = ", ".join(escape.md_inline(n) for n in received) if received else "no .py file at all"  # student names
     return {"name": f"{task.id} / file", "score": 0.0, "max_score": task.points_on(device), "status": "failed",
             "visibility": "visible", "output_format": "md",
             "output": f"no file named `{task.id}.py` in your submission, nor a notebook defining its kernels "
@@ -249,7 +250,7 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
         for t in hw.tasks:
             if t not in found and (hit := notebooks.for_task(tasks[t])):
                 jobs.append(Job(tasks[t], hit[0], "submission", hit[1].source, hit[1]))
-        notes += notebooks.notes
+        notes += [escape.md_inline(n) for n in notebooks.notes]  # they name the student's notebooks
         graded = {r.task: r for r in grade_jobs(jobs, cfg, dev, 0)} if jobs else {}
         received = sorted(str(p.relative_to(submission)) for p in submission.rglob("*") if p.is_file())
         entries, lines = [], []
@@ -268,7 +269,7 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
         versions = next((r.environment.get("toolchain_note") for r in graded.values()), None)
         output = "\n".join([f"**{hw.title}**: graded on {where}." + (f" {versions[0].upper()}{versions[1:]}."
                                                                       if versions else ""),
-                             "", *lines, *(f"- {n}" for n in notes)])
+                             "", *lines, *(f"- {n}" for n in notes)])  # notes: Markdown, names escaped
         data = results_json(entries, output, time.monotonic() - start)
         board = [e for r in graded.values()
                  for e in leaderboard.entries_of("submission", r.task, r.staff_json()["tests"], hw)]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.config import Homework
+from grader.results import escape
 
 SECRET = "leaderboard.secret"
 ADJECTIVES = ("amber", "brisk", "calm", "deft", "eager", "fleet", "gentle", "hardy", "ivory", "jolly", "keen",
@@ -117,13 +118,16 @@ def write(out: Path, hw: Homework, entries: list[Entry]) -> list[Path]:
         for rank, e in enumerate(group, 1):
             rows.append([task_id, test, rank, shown[e.student], f"{e.speedup:.3f}", f"{e.vs_reference:.3f}",
                          f"{e.ms:.4f}"])
-            md.append(f"| {rank} | {shown[e.student]} | {e.speedup:.2f}x | {e.vs_reference:.2f}x | {e.ms:.4f} |")
+            # with leaderboard_names: student, a name is a folder's: a table cell of text, not Markdown
+            md.append(f"| {rank} | {escape.md_inline(shown[e.student])} | {e.speedup:.2f}x | {e.vs_reference:.2f}x "
+                      f"| {e.ms:.4f} |")
     text = io.StringIO(newline="")
     w = csv.writer(text, lineterminator="\n")
     w.writerow(["task", "test", "rank", "name", "speedup", "vs_reference", "ms"])
-    w.writerows(rows)
+    w.writerows(escape.csv_row(r) for r in rows)  # a student's name is no formula (escape.csv_cell)
     names = io.StringIO(newline="")
-    csv.writer(names, lineterminator="\n").writerows([["name", "student"], *sorted((v, k) for k, v in shown.items())])
+    csv.writer(names, lineterminator="\n").writerows(
+        [["name", "student"], *(escape.csv_row(r) for r in sorted((v, k) for k, v in shown.items()))])
     written = {out / "leaderboard.csv": text.getvalue(), out / "leaderboard.md": "\n".join(md) + "\n",
                out / "leaderboard_names.csv": names.getvalue()}
     for path, body in written.items():
@@ -147,7 +151,9 @@ def plot(by_test: dict[tuple[str, str], list[Entry]], shown: dict[str, str], pat
     fig, axes = plt.subplots(len(by_test), 1, figsize=(8, 2.6 * len(by_test)), squeeze=False)
     for ax, ((task_id, test), group) in zip(axes[:, 0], sorted(by_test.items())):
         group = sorted(group, key=lambda e: -e.speedup)[:30]
-        ax.barh([shown[e.student] for e in group][::-1], [e.speedup for e in group][::-1], color="#4c72b0")
+        # matplotlib reads $...$ in a label as mathtext (a malformed one raises): a name is shown as written
+        ax.barh([escape.terminal(shown[e.student]).replace("$", r"\$") for e in group][::-1],
+                [e.speedup for e in group][::-1], color="#4c72b0")
         ax.axvline(1.0, color="black", linewidth=0.8)
         ax.set_title(f"{task_id} / {test}", fontsize=9)
         ax.set_xlabel("speedup over the baseline (x)", fontsize=8)

@@ -212,7 +212,7 @@ else
   fi
   .venv/bin/python -m pip install -q triton==@TRITON@
 fi
-.venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml pydantic nbformat matplotlib tqdm
+.venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml pydantic nbformat markupsafe matplotlib tqdm
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e . 2>/dev/null \\
   || echo "setup: the triton-grader command was not installed (setuptools >= 64 missing):" \\
           "use .venv/bin/python -m grader here"

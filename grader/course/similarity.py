@@ -56,7 +56,6 @@ import ast
 import builtins
 import csv
 import hashlib
-import html
 import io
 import itertools
 import keyword
@@ -68,6 +67,7 @@ from pathlib import Path
 
 from grader.config import Homework, TaskSpec
 from grader.gates.notebook import NotebookFolder
+from grader.results import escape
 
 K = 20
 """Tokens per k-gram, about a statement and a half (`V=V.load(V+V,mask=V,other=N).to(V.float32)<nl>` is 20). On the
@@ -407,8 +407,10 @@ def write_csv(pairs: list[PairScore], path: Path, threshold: float = THRESHOLD) 
         w = csv.writer(f)
         w.writerow(CSV_FIELDS)
         for p in pairs:
-            w.writerow([p.task, p.student_a, p.student_b, f"{p.similarity_a:.4f}", f"{p.similarity_b:.4f}",
-                        f"{p.score:.4f}", p.shared_tokens, int(p.identical), int(p.score > threshold)])
+            # the students are folder names: no cell may be a formula (escape.csv_cell)
+            w.writerow(escape.csv_row([p.task, p.student_a, p.student_b, f"{p.similarity_a:.4f}",
+                                       f"{p.similarity_b:.4f}", f"{p.score:.4f}", p.shared_tokens, int(p.identical),
+                                       int(p.score > threshold)]))
     return path
 
 
@@ -423,7 +425,7 @@ def _source_html(source: str, marked: frozenset[int]) -> str:
     for n, line in enumerate(source.splitlines(), 1):
         cls = ' class="hit"' if n in marked else ""
         text = line.encode("utf-8", errors="replace").decode("utf-8")  # undecodable bytes shown as ?
-        rows.append(f"<span{cls}><i>{n}</i>{html.escape(text) or ' '}</span>")
+        rows.append(f"<span{cls}><i>{n}</i>{escape.html(text) or ' '}</span>")  # student code: text, not markup
     return f'<div class="src">{"".join(rows)}</div>'
 
 
@@ -431,8 +433,8 @@ def write_html(pairs: list[PairScore], files: dict[str, dict[str, str]], path: P
                threshold: float = THRESHOLD) -> Path:
     """The pairs above `threshold`, task by task: a summary table, then each pair side by side, shared lines
     marked."""
-    parts = [f"<!doctype html><meta charset=utf-8><title>{html.escape(title)}</title><style>{_CSS}</style>",
-             f"<h1>{html.escape(title)}</h1><p>Pairs scoring above {threshold:g} (share of a file's own code, the "
+    parts = [f"<!doctype html><meta charset=utf-8><title>{escape.html(title)}</title><style>{_CSS}</style>",
+             f"<h1>{escape.html(title)}</h1><p>Pairs scoring above {threshold:g} (share of a file's own code, the "
              "skeleton and the statement's code left out, found in the other file after renaming and literals are "
              "normalized; byte-identical files score 1). Marked lines hold shared code. A flag asks a person to "
              "read both files; it proves nothing by itself.</p>"]
@@ -441,7 +443,7 @@ def write_html(pairs: list[PairScore], files: dict[str, dict[str, str]], path: P
         flagged = [p for p in task_pairs if p.score > threshold]
         below = [p.score for p in task_pairs if p.score <= threshold]
         rest = f"; the highest pair below it scores {max(below):.2f}" if below else ""
-        parts.append(f"<h2>{html.escape(task)}</h2><p>{len(files[task])} submissions, {len(task_pairs)} pairs, "
+        parts.append(f"<h2>{escape.html(task)}</h2><p>{len(files[task])} submissions, {len(task_pairs)} pairs, "
                      f"{len(flagged)} above the threshold{rest}.</p>")
         if not flagged:
             continue
@@ -450,16 +452,16 @@ def write_html(pairs: list[PairScore], files: dict[str, dict[str, str]], path: P
         for i, p in enumerate(flagged):
             anchor = f"{task}-{i}"
             ident = " (identical)" if p.identical else ""
-            parts.append(f'<tr><td><a href="#{html.escape(anchor)}">{p.score:.2f}</a>{ident}</td>'
-                         f"<td>{html.escape(p.student_a)}</td><td>{html.escape(p.student_b)}</td>"
+            parts.append(f'<tr><td><a href="#{escape.html(anchor)}">{p.score:.2f}</a>{ident}</td>'
+                         f"<td>{escape.html(p.student_a)}</td><td>{escape.html(p.student_b)}</td>"
                          f"<td>{p.similarity_a:.2f}</td><td>{p.similarity_b:.2f}</td><td>{p.shared_tokens}</td></tr>")
         parts.append("</table>")
         for i, p in enumerate(flagged):
             anchor = f"{task}-{i}"
-            parts.append(f'<h3 id="{html.escape(anchor)}">{html.escape(task)}: {html.escape(p.student_a)} and '
-                         f"{html.escape(p.student_b)}: {p.score:.2f}</h3><table><tr>"
-                         f'<th class="side">{html.escape(p.student_a)} ({p.similarity_a:.0%} shared)</th>'
-                         f'<th class="side">{html.escape(p.student_b)} ({p.similarity_b:.0%} shared)</th></tr><tr>'
+            parts.append(f'<h3 id="{escape.html(anchor)}">{escape.html(task)}: {escape.html(p.student_a)} and '
+                         f"{escape.html(p.student_b)}: {p.score:.2f}</h3><table><tr>"
+                         f'<th class="side">{escape.html(p.student_a)} ({p.similarity_a:.0%} shared)</th>'
+                         f'<th class="side">{escape.html(p.student_b)} ({p.similarity_b:.0%} shared)</th></tr><tr>'
                          f'<td class="side">{_source_html(files[task][p.student_a], p.lines_a)}</td>'
                          f'<td class="side">{_source_html(files[task][p.student_b], p.lines_b)}</td></tr></table>')
     path.write_text("\n".join(parts) + "\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grader.results import TaskResult
+from grader.results import TaskResult, escape
 from grader.results.outcome import Outcome
 
 
@@ -18,37 +18,42 @@ def device_label(env: dict) -> str:
 def one_line(result: TaskResult) -> str:
     """A job in one line, for a class's console: who, which task, the score, and the tests that failed."""
     ok = (Outcome.PASSED.label, Outcome.NOT_RUN.label)
-    failed = [t.name for t in result.tests if t.outcome not in ok and t.visibility == "public"]
+    failed = [escape.terminal(t.name) for t in result.tests if t.outcome not in ok and t.visibility == "public"]
     hidden = sum(1 for t in result.tests if t.outcome not in ok and t.visibility != "public")
     what = ", ".join(failed[:4]) + (f" and {len(failed) - 4} more" if len(failed) > 4 else "")
     if hidden:
         what += (", " if what else "") + f"{hidden} hidden"
-    return (f"{result.student}/{result.task}: {result.score:g} / {result.max_score:g}"
+    # the student is a folder's name: one line, no escape sequence (escape.terminal)
+    return (f"{escape.terminal(result.student)}/{result.task}: {result.score:g} / {result.max_score:g}"
             + (f"  failed: {what}" if what else ""))
 
 
 def summary(result: TaskResult, staff: bool = False) -> str:
+    """A graded task for a terminal. What a student controls (the submission's path, the messages that quote
+    their exceptions, their worker's log) is escaped (escape.terminal): no escape sequence reaches the screen,
+    and a message's lines after the first are indented under the message's column, so a newline in a student's
+    text never starts a line where the grader's own lines (a test's PASS/FAIL, the score) start."""
     env = result.environment
     lines = [
-        f"{result.task}  {result.submission}",
+        f"{result.task}  {escape.terminal(result.submission)}",
         f"  graded on {device_label(env)}, torch {env.get('torch')}, triton {env.get('triton')}",
     ]
     if env.get("toolchain_note"):  # grader/pipeline/toolchain.py: not the versions the course grades with
-        lines.append(f"  {env['toolchain_note']}")
+        lines.append(f"  {escape.terminal(env['toolchain_note'])}")
     for t in result.tests:
         mark = {"passed": "PASS", "failed": "FAIL", "not_run": "SKIP"}.get(t.outcome, "ERROR")
         pts = f"{t.points:g}/{t.max_points:g}"
-        first, *rest = (t.message or "").splitlines() or [""]
-        name = t.name if t.visibility == "public" else f"{t.name} [{t.visibility}]"
+        first, *rest = escape.terminal_lines(t.message or "")
+        name = escape.terminal(t.name if t.visibility == "public" else f"{t.name} [{t.visibility}]")
         head = f"  {mark:5} {name:30} {pts:>10}" if len(name) <= 30 else f"  {mark:5} {name} {pts}"
         timed = (t.message or "").startswith("baseline ")  # a speed test shows its times even when it passes
         lines.append(head if mark == "PASS" and not timed else f"{head}  {first}")
         if mark not in ("PASS", "SKIP"):
             lines += [f"{'':50}{r}" for r in rest[:20]]
         if t.picture:
-            lines.append(f"{'':50}picture: {t.picture}")
-        if staff and t.staff:
-            lines += [f"{'':8}| {r}" for r in t.staff.splitlines()[-30:]]
+            lines.append(f"{'':50}picture: {escape.terminal(t.picture)}")
+        if staff and t.staff:  # a traceback or log quotes the submission too
+            lines += [f"{'':8}| {r}" for r in escape.terminal_lines(t.staff)[-30:]]
     shrunk = env.get("smaller_on_cpu") or {}
     if shrunk:
         lines.append("  smaller on the CPU than on CUDA: " + "; ".join(
