@@ -267,6 +267,8 @@ def plan_student(root: Path, name: str, student: str, hw: Homework, tasks: dict[
         else:
             continue
         sha = hashlib.sha256(source if why is None else f"refused: {why}".encode()).hexdigest()
+        if why is not None:  # said on every run while the file stays refused (its result is resumed, not redone)
+            failed.setdefault(student, []).append(why)
         previous = ledger.attempts(hw.id, student, task_id)
         if not force and any(a.sha256 == sha and a.grader_version == version for a in previous):
             continue  # resume: graded before, by this grader
@@ -284,7 +286,6 @@ def plan_student(root: Path, name: str, student: str, hw: Homework, tasks: dict[
             mtime = dt.datetime.now(dt.timezone.utc)
         when = times.get((student, task_id), mtime)
         if why is not None:
-            failed.setdefault(student, []).append(why)
             planned.append(Planned(student, tasks[task_id], path, sha, when, refused=refused_result(
                 tasks[task_id], student, str(path), device, why)))
             continue

@@ -156,6 +156,7 @@ class Scan:
     """What `scan` found below a folder: regular files (paths relative to it), and what it did not list."""
 
     files: list[Path] = field(default_factory=list)
+    """Entries that are neither folders nor links: regular files, and any FIFO or device (refused when read)."""
     links: list[Path] = field(default_factory=list)
     """Symbolic links met (files or folders): never followed, never graded."""
     notes: list[str] = field(default_factory=list)
@@ -195,7 +196,7 @@ def scan(folder: Path, deep: bool = False, hidden: bool = False) -> Scan:
                         found.notes.append(f"{shown(path)}: more than {MAX_DEPTH} folders deep, not looked at")
                     else:
                         stack.append((path, depth + 1))
-                elif entry.is_file(follow_symlinks=False):
+                else:  # a FIFO or a device too: listed, and refused when read (`read_submitted`), not skipped
                     found.files.append(path)
             except OSError:
                 continue
