@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "batch":
-        from grader.course.batch import OtherClass, run_batch
+        from grader.course.batch import ManifestError, OtherClass, run_batch
 
         if args.homework not in cfg.homeworks:
             print(f"unknown homework {args.homework!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
                              args.out or ROOT / cfg.results_dir, args.workers, args.force, args.manifest,
                              grade=partial(grade_jobs, backend=args.backend, address=args.address),
                              verbose=args.verbose or args.staff)
-        except OtherClass as exc:
+        except (OtherClass, ManifestError) as exc:
             print(exc, file=sys.stderr)
             return 2
         width = max([len(s) for s in rows] + [7])

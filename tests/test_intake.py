@@ -164,7 +164,7 @@ def test_gradescope_run_bounds_what_an_unpacked_upload_holds(tmp_path, key_grade
     for k in range(intake.MAX_ENTRIES + 5):
         (many / f"f{k}.txt").touch()
     deep = sub
-    for k in range(intake.MAX_DEPTH + 2):
+    for _ in range(intake.MAX_DEPTH + 2):
         deep = deep / "d"
     deep.mkdir(parents=True)
     os.mkfifo(sub / "puzzle02_constant_add_block.py")

@@ -76,20 +76,39 @@ def counted(attempts: list[Attempt], rule: str) -> Attempt | None:
     return attempts[-1] if rule == "last" else max(attempts, key=lambda a: (a.score, a.id))
 
 
+class ManifestError(ValueError):
+    """The `--manifest` CSV cannot be used; the message names the file and the line."""
+
+
 def read_manifest(path: Path | None) -> dict[tuple[str, str], dt.datetime]:
+    """(student, task) -> submission time, from a CSV with the columns student, task, submitted_at (ISO 8601 with a
+    UTC offset). The file comes from an LMS export and its cells from students (names): anything wrong with it
+    raises ManifestError, never another error. Student names are matched by their printable id
+    (grader/gates/intake.py `student_id`), as the batch grades them."""
     if path is None:
         return {}
     times = {}
-    with path.open(newline="") as f:
-        for n, row in enumerate(csv.DictReader(f), start=2):
-            try:
-                t = dt.datetime.fromisoformat(row["submitted_at"])
-            except (KeyError, ValueError):
-                raise SystemExit(f"{path}:{n}: submitted_at must be an ISO 8601 time with an offset, "
-                                 f"got {row.get('submitted_at')!r}") from None
-            if t.tzinfo is None:
-                raise SystemExit(f"{path}:{n}: submitted_at needs a UTC offset, e.g. +03:00")
-            times[(row["student"], row["task"])] = t
+    try:
+        with path.open(newline="", encoding="utf-8", errors="strict") as f:
+            reader = csv.DictReader(f)
+            missing = {"student", "task", "submitted_at"} - set(reader.fieldnames or [])
+            if missing:
+                raise ManifestError(f"{path}: no column {', '.join(sorted(missing))} (the header must name student, "
+                                    "task, submitted_at)")
+            for n, row in enumerate(reader, start=2):
+                when, student, task = row.get("submitted_at"), row.get("student"), row.get("task")
+                if not isinstance(when, str) or not isinstance(student, str) or not isinstance(task, str):
+                    raise ManifestError(f"{path}:{n}: a row needs student, task and submitted_at")
+                try:
+                    t = dt.datetime.fromisoformat(when)
+                except ValueError:
+                    raise ManifestError(f"{path}:{n}: submitted_at must be an ISO 8601 time with an offset, "
+                                        f"got {shown(when[:60])}") from None
+                if t.tzinfo is None:
+                    raise ManifestError(f"{path}:{n}: submitted_at needs a UTC offset, e.g. +03:00")
+                times[(student_id(student), task)] = t
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ManifestError(f"{path}: cannot be read as a UTF-8 CSV ({type(exc).__name__}: {str(exc)[:100]})") from None
     return times
 
 

@@ -271,7 +271,9 @@ def _hashes(tokens: tuple[Token, ...]) -> list[int]:
                 last[t.name] = j
             else:
                 parts.append(t.sym)
-        out.append(int.from_bytes(hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).digest(), "big"))
+        # surrogatepass: a file read with surrogateescape (bytes that are not UTF-8) keeps them as symbols
+        data = "\x1f".join(parts).encode("utf-8", "surrogatepass")
+        out.append(int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big"))
     return out
 
 
