@@ -4,14 +4,23 @@ similarity`."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from functools import partial
 from pathlib import Path
 
 from grader.config import ROOT, ConfigError, discover_tasks, load_config
-from grader.gates.notebook import NotebookFolder, is_notebook
+from grader.gates.intake import IntakeError, read_submitted, scan, shown, student_id
+from grader.gates.notebook import Notebook, NotebookFolder, is_notebook
 from grader.pipeline.grading import Job, TaskResult, grade_jobs, resolve_device
+from grader.pipeline.result import refused_result
 from grader.results import escape, report
+
+SOME_FAILED = 3
+"""The exit code of `batch`, `grade-dir` and `similarity` when every report was written but some students' files
+could not be read or graded (a link, an unreadable notebook, a file the grader could not judge): each such
+student's result says what. 0: everyone's files were read and graded (whatever their scores); 1: the grader itself
+failed (a traceback); 2: a usage or configuration error (`grade` keeps its own: 0 full marks, 1 not)."""
 
 CHECKS = "checks"
 """Where `grade` and `grade-dir` write by default: a folder of their own under the results folder, never the
@@ -119,12 +128,16 @@ def main(argv: list[str] | None = None) -> int:
         if not args.root.is_dir():
             print(f"no such folder: {args.root}", file=sys.stderr)
             return 2
+        skipped: dict[str, list[str]] = {}
         csv_path, html_path = similarity_report(args.root, cfg.homeworks[args.homework], tasks,
                                                 args.out or ROOT / cfg.results_dir / "similarity",
-                                                THRESHOLD if args.threshold is None else args.threshold)
+                                                THRESHOLD if args.threshold is None else args.threshold,
+                                                skipped=skipped)
         print(f"similarity of {args.homework}: {html_path} (pairs above the threshold, side by side), "
               f"{csv_path} (every pair)")
-        return 0
+        for student, whys in sorted(skipped.items()):
+            print(f"{student}: not compared: {'; '.join(whys)}", file=sys.stderr)
+        return SOME_FAILED if skipped else 0
     device = resolve_device(args.device or cfg.device)
 
     def show(result: TaskResult, pictures: Path | None = None) -> None:
@@ -140,8 +153,25 @@ def main(argv: list[str] | None = None) -> int:
         if not args.file.is_file():
             print(f"no such file: {args.file}", file=sys.stderr)
             return 2
-        job = Job(tasks[args.task], args.file, args.student or args.file.resolve().parent.name)
-        if is_notebook(args.file):  # graded as the .py it holds for this task (grader/gates/notebook.py)
+        # `grade` is a student's own check: a link they made to their own file is their business, but no link is
+        # followed into the grader's tasks/ or reference/ (a link to the answer key is not a submission). The
+        # bytes checked are the ones graded: read once, from the resolved path, with no link left to follow.
+        real = args.file.resolve()
+        if real != Path(os.path.abspath(args.file)) and any(
+                real.is_relative_to((ROOT / keep).resolve()) for keep in ("tasks", "reference")):
+            print(f"{shown(args.file)} is a symbolic link into the grader's own files ({real.parent.name}/"
+                  f"{real.name}): submissions are graded only as regular files", file=sys.stderr)
+            return 2
+        try:
+            source = read_submitted(real.parent, real.name)
+        except IntakeError as exc:
+            print(f"{shown(args.file)}: not graded: {exc}", file=sys.stderr)
+            return 2
+        job = Job(tasks[args.task], args.file, args.student or args.file.resolve().parent.name,
+                  None if is_notebook(args.file) else source)
+        if is_notebook(args.file):
+            job.notebook = Notebook(source, args.file.name).extract(job.task)
+            job.source = job.notebook.source  # graded as the .py it holds for this task (grader/gates/notebook.py)
             job.read()
             if not job.notebook.defines:
                 print(escape.terminal(f"{args.file}: {job.notebook.why_not()}"), file=sys.stderr)
@@ -157,32 +187,50 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if result.score == result.max_score else 1
 
     if args.command == "grade-dir":
-        jobs = []
+        jobs, refused, failed = [], [], set()
         for folder in args.folders:
-            student = folder.resolve().name
-            files = sorted(folder.glob("*.py"))
-            jobs += [Job(tasks[p.stem], p, student) for p in files if p.stem in tasks]
-            unknown = [p.name for p in files if p.stem not in tasks]
+            # the folder's own name (not a link's target): a printable id, whatever bytes the name holds
+            student = student_id(Path(os.path.abspath(folder)).name)
+            if folder.is_symlink() or not folder.is_dir():
+                print(f"{shown(folder)}: not graded: {'a symbolic link' if folder.is_symlink() else 'not a folder'}",
+                      file=sys.stderr)
+                failed.add(student)
+                continue
+            listed = scan(folder)  # no link followed (grader/gates/intake.py)
+            for rel in sorted([*listed.files, *listed.links]):
+                if rel.suffix != ".py" or rel.stem not in tasks:
+                    continue
+                try:
+                    jobs.append(Job(tasks[rel.stem], folder / rel, student, read_submitted(folder, rel)))
+                except IntakeError as exc:  # a link, not a regular file, too large: 0 points, and why
+                    refused.append(refused_result(tasks[rel.stem], student, str(folder / rel), device, str(exc)))
+                    failed.add(student)
+            unknown = [shown(p.name) for p in listed.files if p.suffix == ".py" and p.stem not in tasks]
             if unknown:
-                print(escape.terminal(f"{folder}: ignored (no task of that name): {', '.join(unknown)}"),
+                print(escape.terminal(f"{shown(folder)}: ignored (no task of that name): {', '.join(unknown)}"),
                       file=sys.stderr)
             # A notebook submits every task it defines that has no <task_id>.py here (grader/gates/notebook.py).
             notebooks = NotebookFolder(folder)
             for task in tasks.values():
-                found = None if (folder / f"{task.id}.py").is_file() else notebooks.for_task(task)
+                found = None if os.path.lexists(folder / f"{task.id}.py") else notebooks.for_task(task)
                 if found:
                     jobs.append(Job(task, found[0], student, found[1].source, found[1]))
-            for note in notebooks.notes:
-                print(escape.terminal(f"{folder}: {note}"), file=sys.stderr)
-        if not jobs:
+            for note in [*notebooks.notes, *notebooks.problems]:
+                print(escape.terminal(f"{shown(folder)}: {shown(note)}"), file=sys.stderr)
+            if notebooks.problems:
+                failed.add(student)
+        if not jobs and not refused:
             print("no <task_id>.py files, and no notebook defining a task, found", file=sys.stderr)
-            return 2
+            return 2 if not failed else SOME_FAILED
         out = args.out or ROOT / cfg.results_dir / CHECKS
         if _batch_owns(out):
             return 2
-        results = grade_jobs(jobs, cfg, device, args.workers,
-                             on_result=lambda r: show(r, pictures=out / r.student), backend=args.backend,
-                             address=args.address)
+        for r in refused:
+            show(r)
+        results = refused + (grade_jobs(jobs, cfg, device, args.workers,
+                                        on_result=lambda r: show(r, pictures=out / r.student), backend=args.backend,
+                                        address=args.address) if jobs else [])
+        failed |= {r.student for r in results if r.staff.get("grader_error")}
         totals: dict[str, list[float]] = {}
         for r in results:
             report.write_json(r, out / r.student / f"{r.task}.json", out / r.student / f"{r.task}.staff.json")
@@ -192,10 +240,14 @@ def main(argv: list[str] | None = None) -> int:
         for student, (score, max_score) in totals.items():  # a student is a folder's name: escape.terminal
             print(f"{escape.terminal(student):20} {score:6g} / {max_score:g}")
         print(f"results in {out}/<student>/<task>.json")
+        if failed:
+            print(f"some students' files could not be read or graded: {', '.join(sorted(failed))} (their results "
+                  "say what)", file=sys.stderr)
+            return SOME_FAILED
         return 0
 
     if args.command == "batch":
-        from grader.course.batch import OtherClass, run_batch
+        from grader.course.batch import ManifestError, OtherClass, run_batch
 
         if args.homework not in cfg.homeworks:
             print(f"unknown homework {args.homework!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
@@ -205,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
                              args.out or ROOT / cfg.results_dir, args.workers, args.force, args.manifest,
                              grade=partial(grade_jobs, backend=args.backend, address=args.address),
                              verbose=args.verbose or args.staff)
-        except OtherClass as exc:
+        except (OtherClass, ManifestError) as exc:
             print(exc, file=sys.stderr)
             return 2
         names = {s: escape.terminal(s) for s in rows}  # folder names: one line each, no escape sequence
@@ -213,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'student':{width}}  total  late")
         for student in sorted(rows):
             print(f"{names[student]:{width}}  {rows[student]['total']:5g}  {rows[student]['late']}")
-        return 0
+        return SOME_FAILED if getattr(rows, "failed", None) else 0
 
     if args.command == "selftest":
         from grader.course.selftest import selftest

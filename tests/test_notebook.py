@@ -249,7 +249,7 @@ def test_batch_and_grade_dir_find_the_notebook(tmp_path, monkeypatch, cfg):
     (root / "bob" / "puzzles.ipynb").write_text("{not json")
     folder = NotebookFolder(root / "bob")
     assert folder.for_task(tasks[P01]) is None
-    assert folder.notes and "cannot be read as a Jupyter notebook" in folder.notes[0]
+    assert folder.problems and "cannot be read as a Jupyter notebook" in folder.problems[0]
 
 
 def test_gradescope_run_finds_the_notebook_at_any_depth(tmp_path, monkeypatch):

@@ -38,8 +38,10 @@ import grader
 from grader.config import ROOT, CourseConfig, Homework, TaskSpec
 from grader.course import gradescope, leaderboard
 from grader.course.ledger import Attempt, Ledger
+from grader.gates.intake import LINK_MESSAGE, IntakeError, read_submitted, shown, student_id
 from grader.gates.notebook import Extraction, NotebookFolder
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
+from grader.pipeline.result import refused_result
 from grader.results import escape, report
 from grader.results.outcome import Outcome
 
@@ -77,20 +79,39 @@ def counted(attempts: list[Attempt], rule: str) -> Attempt | None:
     return attempts[-1] if rule == "last" else max(attempts, key=lambda a: (a.score, a.id))
 
 
+class ManifestError(ValueError):
+    """The `--manifest` CSV cannot be used; the message names the file and the line."""
+
+
 def read_manifest(path: Path | None) -> dict[tuple[str, str], dt.datetime]:
+    """(student, task) -> submission time, from a CSV with the columns student, task, submitted_at (ISO 8601 with a
+    UTC offset). The file comes from an LMS export and its cells from students (names): anything wrong with it
+    raises ManifestError, never another error. Student names are matched by their printable id
+    (grader/gates/intake.py `student_id`), as the batch grades them."""
     if path is None:
         return {}
     times = {}
-    with path.open(newline="") as f:
-        for n, row in enumerate(csv.DictReader(f), start=2):
-            try:
-                t = dt.datetime.fromisoformat(row["submitted_at"])
-            except (KeyError, ValueError):
-                raise SystemExit(f"{path}:{n}: submitted_at must be an ISO 8601 time with an offset, "
-                                 f"got {row.get('submitted_at')!r}") from None
-            if t.tzinfo is None:
-                raise SystemExit(f"{path}:{n}: submitted_at needs a UTC offset, e.g. +03:00")
-            times[(row["student"], row["task"])] = t
+    try:
+        with path.open(newline="", encoding="utf-8", errors="strict") as f:
+            reader = csv.DictReader(f)
+            missing = {"student", "task", "submitted_at"} - set(reader.fieldnames or [])
+            if missing:
+                raise ManifestError(f"{path}: no column {', '.join(sorted(missing))} (the header must name student, "
+                                    "task, submitted_at)")
+            for n, row in enumerate(reader, start=2):
+                when, student, task = row.get("submitted_at"), row.get("student"), row.get("task")
+                if not isinstance(when, str) or not isinstance(student, str) or not isinstance(task, str):
+                    raise ManifestError(f"{path}:{n}: a row needs student, task and submitted_at")
+                try:
+                    t = dt.datetime.fromisoformat(when)
+                except ValueError:
+                    raise ManifestError(f"{path}:{n}: submitted_at must be an ISO 8601 time with an offset, "
+                                        f"got {shown(when[:60])}") from None
+                if t.tzinfo is None:
+                    raise ManifestError(f"{path}:{n}: submitted_at needs a UTC offset, e.g. +03:00")
+                times[(student_id(student), task)] = t
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ManifestError(f"{path}: cannot be read as a UTF-8 CSV ({type(exc).__name__}: {str(exc)[:100]})") from None
     return times
 
 
@@ -105,6 +126,8 @@ class Planned:
     """The bytes the sha256 is of: the ones graded (grading.Job.source)."""
     notebook: Extraction | None = None
     """For a notebook: what `source` was extracted from (grading.Job.notebook)."""
+    refused: TaskResult | None = None
+    """Set when the intake refused the file (grader/gates/intake.py): its 0-point result, graded by no worker."""
 
 
 GradeFn = Callable[..., list[TaskResult]]
@@ -121,40 +144,20 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
     version = grader_version()
     times = read_manifest(manifest)
     ledger = Ledger(out / "ledger.sqlite")
-    students = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    folders, failed = class_folders(root, show)
+    students = sorted(folders)
     planned: list[Planned] = []
     refused: dict[str, dict[str, dict]] = {student: {} for student in students}
     for student in students:
-        notebooks = NotebookFolder(root / student)  # a notebook submits each task it defines that has no .py
-        for task_id in hw.tasks:
-            path, part = root / student / f"{task_id}.py", None
-            if task_id not in tasks:
-                continue
-            if path.is_file():
-                source = path.read_bytes()
-            elif found := notebooks.for_task(tasks[task_id]):
-                path, part = found
-                source = part.source  # the task's extracted source: what is graded, and hashed
-            else:
-                continue
-            sha = hashlib.sha256(source).hexdigest()
-            previous = ledger.attempts(hw.id, student, task_id)
-            if not force and any(a.sha256 == sha and a.grader_version == version for a in previous):
-                continue  # resume: graded before, by this grader
-            if hw.max_attempts and sha not in {a.sha256 for a in previous} \
-                    and len({a.sha256 for a in previous}) >= hw.max_attempts:
-                why = (f"your latest {f'{task_id}.py' if part is None else f'{path.name} ({task_id})'} was not "
-                       f"graded: the limit of {hw.max_attempts} graded attempts "
-                       "is reached; your points are those of the attempt already counted")
-                refused[student][task_id] = {"sha256": sha, "why": why}
-                show(f"{escape.terminal(student)}/{task_id}: not graded: the limit of {hw.max_attempts} attempts is "
-                     "reached")
-                continue
-            mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
-            planned.append(Planned(student, tasks[task_id], path, sha, times.get((student, task_id), mtime), source,
-                                   part))
-        for note in notebooks.notes:  # names the student's files: one terminal line, escaped
-            show(escape.terminal(f"{student}: {note}"))
+        # One student's folder is read in one try: whatever their bytes or names do to the reader fails them,
+        # with a line in their own results, and every other student is graded.
+        try:
+            planned += plan_student(root, folders[student], student, hw, tasks, ledger, version, force, times,
+                                    refused[student], failed, show, device)
+        except Exception as exc:  # noqa: BLE001 - this student's failure, not the class's
+            failed.setdefault(student, []).append(f"the grader could not read your folder ({type(exc).__name__}); "
+                                                  "nothing of it was graded: tell the course staff")
+            show(f"{shown(student)}: not graded: {type(exc).__name__}: {shown(str(exc)[:200])}")
 
     warning = mtime_lateness_warning(planned, hw, bool(manifest))
     if warning:
@@ -187,8 +190,15 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
         else:
             show(report.one_line(r) + (f"\n{late}" if late else ""))
 
-    results = grade([Job(p.task, p.path, p.student, p.source, p.notebook) for p in planned], cfg, device, workers,
-                    on_result=on_result) if planned else []
+    for p in planned:  # refused by the intake (a link, a file too large...): a 0-point result that says why
+        if p.refused is not None:
+            on_result(p.refused)
+    to_grade = [p for p in planned if p.refused is None]
+    results = grade([Job(p.task, p.path, p.student, p.source, p.notebook) for p in to_grade], cfg, device, workers,
+                    on_result=on_result) if to_grade else []
+    for r in results:
+        if r.staff.get("grader_error"):  # the grader could not judge this student's file: their failure, said
+            failed.setdefault(r.student, []).append(f"{r.task}: the grader could not judge it")
     for r in results:  # a grade function that did not call on_result for a job: recorded now
         record(r)
 
@@ -196,19 +206,119 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
     ledger.close()
     board = leaderboard.collect(out, hw, students)  # each ranked speed test's measurement, counted attempts
     for student in students:  # what was refused this time, for the student's results.json (gone once it is not)
-        path = out / student / REFUSED
-        if refused[student]:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, json.dumps(refused[student], indent=2) + "\n")
-        elif path.is_file():
-            path.unlink()
+        for name, content in ((REFUSED, refused[student]), (INTAKE, failed.get(student, []))):
+            path = out / student / name
+            if content:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, json.dumps(content, indent=2) + "\n")
+            elif path.is_file():
+                path.unlink()
         write_gradescope(out, student, hw, [e for e in board if e.student == student])
     if board:
         leaderboard.write(out, hw, board)
     write_gradebook(rows, hw, out / "gradebook.csv")
     write_summary(rows, hw, out, out / "summary.md")
     show(f"graded {len(recorded)} new submission(s); gradebook: {out / 'gradebook.csv'}")
-    return rows
+    if failed:
+        show(f"{len(failed)} student(s) handed in what could not be read or graded (their results say what): "
+             f"{', '.join(shown(s) for s in sorted(failed))}")
+    return Gradebook(rows, failed)
+
+
+class Gradebook(dict):
+    """The gradebook's rows by student (a dict, as before), and `failed`: student -> what of theirs could not be
+    read or graded this run (a link, an unreadable notebook, a file the grader could not judge); the CLI exits
+    with SOME_FAILED when it is not empty."""
+
+    def __init__(self, rows: dict[str, dict], failed: dict[str, list[str]]) -> None:
+        super().__init__(rows)
+        self.failed = failed
+
+
+INTAKE = "intake.json"
+"""results/<student>/intake.json: what of the student's folder the intake could not read this run, and why."""
+
+
+def class_folders(root: Path, show: Callable[[str], None] = print) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The class's student folders: student id -> folder name (grader/gates/intake.py `student_id`: a name that is
+    not printable UTF-8 is graded under its escaped form), and the students failed already: a folder that is a
+    symbolic link is never followed (it could point at the answer key), and is reported under its own id."""
+    folders: dict[str, str] = {}
+    failed: dict[str, list[str]] = {}
+    with os.scandir(root) as entries:
+        found = sorted(entries, key=lambda e: e.name)
+    for entry in found:
+        if entry.name.startswith("."):
+            continue
+        link = entry.is_symlink()
+        if not link and not entry.is_dir(follow_symlinks=False):
+            continue
+        sid = student_id(entry.name)
+        if sid in folders:  # `a\nb` written out, beside a folder whose name holds the newline
+            show(f"{shown(entry.name)}: not graded, its id {sid!r} is another folder's")
+            continue
+        folders[sid] = entry.name
+        if link:
+            failed[sid] = [f"your folder {shown(entry.name)} {LINK_MESSAGE}: nothing in it was graded"]
+    return folders, failed
+
+
+def plan_student(root: Path, name: str, student: str, hw: Homework, tasks: dict[str, TaskSpec], ledger: Ledger,
+                 version: str, force: bool, times: dict[tuple[str, str], dt.datetime], refused: dict[str, dict],
+                 failed: dict[str, list[str]], show: Callable[[str], None], device: str = "cpu") -> list[Planned]:
+    """What to grade of one student's folder `root/name` (graded as `student`), read as hostile bytes
+    (grader/gates/intake.py): a `<task_id>.py` that is a link, not a regular file or too large gets a 0-point
+    result saying so; what else cannot be read goes to `failed`."""
+    planned: list[Planned] = []
+    folder = root / name
+    if failed.get(student):  # a folder that is a link: nothing below it is looked at
+        return planned
+    notebooks = NotebookFolder(folder)  # a notebook submits each task it defines that has no .py
+    for task_id in hw.tasks:
+        path, part, why = folder / f"{task_id}.py", None, None
+        if task_id not in tasks:
+            continue
+        if os.path.lexists(path):  # a link too: refused below, and said
+            try:
+                source = read_submitted(folder, path.name)
+            except IntakeError as exc:
+                why, source = str(exc), b""
+        elif found := notebooks.for_task(tasks[task_id]):
+            path, part = found
+            source = part.source  # the task's extracted source: what is graded, and hashed
+        else:
+            continue
+        sha = hashlib.sha256(source if why is None else f"refused: {why}".encode()).hexdigest()
+        if why is not None:  # said on every run while the file stays refused (its result is resumed, not redone)
+            failed.setdefault(student, []).append(why)
+        previous = ledger.attempts(hw.id, student, task_id)
+        if not force and any(a.sha256 == sha and a.grader_version == version for a in previous):
+            continue  # resume: graded before, by this grader
+        if hw.max_attempts and sha not in {a.sha256 for a in previous} \
+                and len({a.sha256 for a in previous}) >= hw.max_attempts:
+            why = (f"your latest {f'{task_id}.py' if part is None else f'{shown(path.name)} ({task_id})'} was not "
+                   f"graded: the limit of {hw.max_attempts} graded attempts "
+                   "is reached; your points are those of the attempt already counted")
+            refused[task_id] = {"sha256": sha, "why": why}
+            show(f"{shown(student)}/{task_id}: not graded: the limit of {hw.max_attempts} attempts is reached")
+            continue
+        try:
+            mtime = dt.datetime.fromtimestamp(path.lstat().st_mtime, dt.timezone.utc)
+        except OSError:
+            mtime = dt.datetime.now(dt.timezone.utc)
+        when = times.get((student, task_id), mtime)
+        if why is not None:
+            planned.append(Planned(student, tasks[task_id], path, sha, when, refused=refused_result(
+                tasks[task_id], student, str(path), device, why)))
+            continue
+        planned.append(Planned(student, tasks[task_id], path, sha, when, source, part))
+    for note in notebooks.notes:
+        show(f"{shown(student)}: {shown(note)}")
+    if notebooks.problems:
+        failed.setdefault(student, []).extend(notebooks.problems)
+        for note in notebooks.problems:
+            show(f"{shown(student)}: {shown(note)}")
+    return planned
 
 
 CLASS_FILE = "class.json"
@@ -369,6 +479,10 @@ def write_gradescope(out: Path, student: str, hw: Homework, board: list[leaderbo
         for task_id, entry in refused.items():  # `why` names the student's notebook file: data, not Markdown
             tests.append({"name": f"{task_id} / not graded", "score": 0, "max_score": 0,
                           "output": escape.md_inline(entry["why"]), "output_format": "md", "visibility": "visible"})
+        intake_path = out / student / INTAKE
+        for why in json.loads(intake_path.read_text()) if intake_path.is_file() else []:  # names the student's files
+            tests.append({"name": "submission / not graded", "score": 0, "max_score": 0,
+                          "output": escape.md_inline(why), "output_format": "md", "visibility": "visible"})
         if tests:
             named = board and hw.leaderboard_names != "student"
             data = gradescope.results_json(tests, f"Your name on the class's speed leaderboard: "

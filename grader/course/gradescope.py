@@ -24,6 +24,7 @@ from pathlib import Path
 from grader.config import GRADESCOPE_VISIBILITY, ROOT, ConfigError, Homework, TaskSpec, discover_tasks, load_config
 from grader.course import leaderboard
 from grader.course.release import toolchain_of, write_tree
+from grader.gates.intake import LINK_MESSAGE, IntakeError, read_submitted, scan, shown
 from grader.gates.notebook import NotebookFolder
 from grader.results import escape
 
@@ -190,26 +191,37 @@ def bundle(hw_id: str, out: Path, config: Path = ROOT / "config.yaml") -> Path:
 
 def find_files(submission: Path, task_ids: list[str]) -> tuple[dict[str, Path], list[str]]:
     """The file of each task (`<task_id>.py`, at any depth: a zip upload may add folders) and what to tell the
-    student about the rest: duplicates, and files named like no task (with the task they look like). The notes
-    are Markdown lines: the student's file names in them are escaped (escape.md_inline), the grader's words not."""
-    files = sorted((p for p in submission.rglob("*.py")
-                    if not any(part.startswith((".", "__")) for part in p.relative_to(submission).parts)),
-                   key=lambda p: (len(p.relative_to(submission).parts), str(p)))
+    student about the rest: duplicates, links, and files named like no task (with the task they look like). What
+    Gradescope unpacked is listed as hostile (grader/gates/intake.py `scan`): no link is followed, and a tree too
+    deep or too large is cut, with a note. A `<task_id>.py` that is a link is still found for its task: reading
+    it (`read_submitted`) refuses it, and the task's entry says why."""
+    listed = scan(submission, deep=True)
+    files = sorted((rel for rel in [*listed.files, *listed.links]
+                    if rel.suffix == ".py" and not any(part.startswith("__") for part in rel.parts)),
+                   key=lambda p: (len(p.parts), str(p)))
     found: dict[str, Path] = {}
-    notes: list[str] = []
-    for path in files:
-        rel = path.relative_to(submission)
-        if path.stem in task_ids:
-            if path.stem in found:
+    notes: list[str] = [escape.md_inline(n) for n in listed.notes]  # they name the student's files
+    notes += [f"{escape.md_inline(rel)} {LINK_MESSAGE}: ignored" for rel in listed.links
+              if rel.suffix not in (".py", ".ipynb")]
+    for rel in files:
+        path = submission / rel
+        if rel.stem in task_ids:
+            if rel.stem in found:
                 notes.append(f"{escape.md_inline(rel)}: ignored, "
-                             f"{escape.md_inline(found[path.stem].relative_to(submission))} is graded for {path.stem}")
+                             f"{escape.md_inline(found[rel.stem].relative_to(submission))} is graded for {rel.stem}")
             else:
-                found[path.stem] = path
+                found[rel.stem] = path
             continue
-        guess = difflib.get_close_matches(path.stem, task_ids, n=1, cutoff=0.5)
+        guess = difflib.get_close_matches(rel.stem, task_ids, n=1, cutoff=0.5)
         hint = f"; did you mean {guess[0]}.py?" if guess else f"; the tasks are {', '.join(task_ids)}"
-        notes.append(f"{escape.md_inline(rel)}: not graded, no task is named {escape.md_inline(repr(path.stem))}{hint}")
+        notes.append(f"{escape.md_inline(rel)}: not graded, no task is named {escape.md_inline(repr(rel.stem))}{hint}")
     return found, notes
+
+
+def refused_entry(task: TaskSpec, device: str, why: str) -> dict:
+    """The entry of a task whose file the intake refused (a link, not a regular file, too large): 0 points, why."""
+    return {"name": f"{task.id} / file", "score": 0.0, "max_score": task.points_on(device), "status": "failed",
+            "visibility": "visible", "output_format": "md", "output": fenced(f"not graded: {why}")}
 
 
 def missing_entry(task: TaskSpec, device: str, received: list[str]) -> dict:
@@ -245,17 +257,28 @@ def run(hw_id: str, submission: Path, results: Path, config: Path = ROOT / "conf
             raise ConfigError(f"tasks not loadable: {', '.join(f'{t}: {broken.get(t)}' for t in missing_tasks)}")
         dev = resolve_device(device or cfg.device)
         found, notes = find_files(submission, list(hw.tasks))
-        jobs = [Job(tasks[t], found[t], "submission") for t in hw.tasks if t in found]
+        jobs, refused = [], {}
+        for t in hw.tasks:
+            if t in found:  # read here, as hostile bytes: no link followed, bounded (grader/gates/intake.py)
+                try:
+                    jobs.append(Job(tasks[t], found[t], "submission",
+                                    read_submitted(submission, found[t].relative_to(submission))))
+                except IntakeError as exc:
+                    refused[t] = str(exc)
         notebooks = NotebookFolder(submission, deep=True)  # a notebook submits each task it defines that has no .py
         for t in hw.tasks:
-            if t not in found and (hit := notebooks.for_task(tasks[t])):
+            if t not in found and t not in refused and (hit := notebooks.for_task(tasks[t])):
                 jobs.append(Job(tasks[t], hit[0], "submission", hit[1].source, hit[1]))
-        notes += [escape.md_inline(n) for n in notebooks.notes]  # they name the student's notebooks
+        notes += [escape.md_inline(n) for n in notebooks.notes + notebooks.problems]  # name the student's notebooks
         graded = {r.task: r for r in grade_jobs(jobs, cfg, dev, 0)} if jobs else {}
-        received = sorted(str(p.relative_to(submission)) for p in submission.rglob("*") if p.is_file())
+        received = [shown(rel) for rel in scan(submission, deep=True).files][:50]
         entries, lines = [], []
         for task_id in hw.tasks:
             result = graded.get(task_id)
+            if task_id in refused:
+                entries.append(refused_entry(tasks[task_id], dev, refused[task_id]))
+                lines.append(f"- `{task_id}`: not graded: {refused[task_id]}")
+                continue
             if result is None:
                 entries.append(missing_entry(tasks[task_id], dev, received))
                 lines.append(f"- `{task_id}`: no file `{task_id}.py`")

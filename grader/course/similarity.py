@@ -59,6 +59,7 @@ import hashlib
 import io
 import itertools
 import keyword
+import os
 import re
 import tokenize
 from collections.abc import Iterable
@@ -66,6 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.config import Homework, TaskSpec
+from grader.gates.intake import LINK_MESSAGE, IntakeError, read_submitted, student_id
 from grader.gates.notebook import NotebookFolder
 from grader.results import escape
 
@@ -152,7 +154,7 @@ def _bound(source: str) -> _Bound:
     parameters: set[str] = set()
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # also too deep for Python's parser
         return _Bound(frozenset(), frozenset(), frozenset())
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -269,7 +271,9 @@ def _hashes(tokens: tuple[Token, ...]) -> list[int]:
                 last[t.name] = j
             else:
                 parts.append(t.sym)
-        out.append(int.from_bytes(hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).digest(), "big"))
+        # surrogatepass: a file read with surrogateescape (bytes that are not UTF-8) keeps them as symbols
+        data = "\x1f".join(parts).encode("utf-8", "surrogatepass")
+        out.append(int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big"))
     return out
 
 
@@ -370,30 +374,59 @@ def compare(task: str, student_a: str, a: Fingerprint, student_b: str, b: Finger
                      round(score, 4), _lines(a, in_a), _lines(b, in_b))
 
 
-def compare_files(task: str, files: dict[str, str], given: Boilerplate = Boilerplate()) -> list[PairScore]:
-    """Every pair of `files` (student -> source) of one task, highest score first."""
-    fps = {student: fingerprint(source, given) for student, source in sorted(files.items())}
+def compare_files(task: str, files: dict[str, str], given: Boilerplate = Boilerplate(),
+                  skipped: dict[str, list[str]] | None = None) -> list[PairScore]:
+    """Every pair of `files` (student -> source) of one task, highest score first. A file the tokenizer fails on
+    is left out of every pair (and said in `skipped`, student -> why): one student's bytes never stop the report."""
+    fps = {}
+    for student, source in sorted(files.items()):
+        try:
+            fps[student] = fingerprint(source, given)
+        except Exception as exc:  # noqa: BLE001 - this file's failure, not the class's
+            if skipped is not None:
+                skipped.setdefault(student, []).append(f"{task}: the tokenizer failed on it ({type(exc).__name__})")
     pairs = [compare(task, sa, fps[sa], sb, fps[sb]) for sa, sb in itertools.combinations(fps, 2)]
     return sorted(pairs, key=lambda p: (-p.score, -p.shared_tokens, p.student_a, p.student_b))
 
 
-def collect(root: Path, task_ids: Iterable[str], tasks: dict[str, TaskSpec] | None = None) -> dict[str, dict[str, str]]:
+def collect(root: Path, task_ids: Iterable[str], tasks: dict[str, TaskSpec] | None = None,
+            skipped: dict[str, list[str]] | None = None) -> dict[str, dict[str, str]]:
     """task id -> student -> source, from `root/<student>/<task_id>.py` (hidden folders skipped, as batch does);
     with `tasks`, a student without that file but with a notebook defining the task is compared by the source
-    graded from it (grader/gates/notebook.py: the same extraction batch grades)."""
-    students = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    notebooks = {s: NotebookFolder(root / s) for s in students} if tasks else {}
+    graded from it (grader/gates/notebook.py: the same extraction batch grades). Read as batch reads them
+    (grader/gates/intake.py): students by their printable id, no link followed, sizes bounded; what cannot be
+    read goes to `skipped` (student -> why)."""
+    skipped = {} if skipped is None else skipped
+    students: dict[str, str] = {}  # id -> folder name
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if not entry.name.startswith(".") and (entry.is_symlink() or entry.is_dir(follow_symlinks=False)):
+            students.setdefault(student_id(entry.name), entry.name)
+            if entry.is_symlink():
+                skipped.setdefault(student_id(entry.name), []).append(f"the folder {LINK_MESSAGE}")
+    students = {s: n for s, n in students.items() if s not in skipped}
+    notebooks = {s: NotebookFolder(root / n) for s, n in students.items()} if tasks else {}
     found: dict[str, dict[str, str]] = {}
     for task_id in task_ids:
         found[task_id] = {}
-        for s in students:
-            path = root / s / f"{task_id}.py"
-            hit = notebooks[s].for_task(tasks[task_id]) if tasks and task_id in tasks and not path.is_file() else None
-            data = path.read_bytes() if path.is_file() else hit[1].source if hit else None
+        for s, name in students.items():
+            folder = root / name
+            try:
+                if os.path.lexists(folder / f"{task_id}.py"):
+                    data = read_submitted(folder, f"{task_id}.py")
+                else:
+                    hit = notebooks[s].for_task(tasks[task_id]) if tasks and task_id in tasks else None
+                    data = hit[1].source if hit else None
+            except Exception as exc:  # noqa: BLE001 - IntakeError, or whatever the notebook did: this student's
+                why = str(exc) if isinstance(exc, IntakeError) else type(exc).__name__
+                skipped.setdefault(s, []).append(f"{task_id}: {why}")
+                continue
             if data is not None:
                 # surrogateescape: files that differ in bytes that are not UTF-8 still differ (byte-identical means
                 # bytes)
                 found[task_id][s] = data.decode("utf-8", errors="surrogateescape")
+    for s, book in notebooks.items():
+        if book.problems:
+            skipped.setdefault(s, []).extend(book.problems)
     return found
 
 
@@ -430,7 +463,7 @@ def _source_html(source: str, marked: frozenset[int]) -> str:
 
 
 def write_html(pairs: list[PairScore], files: dict[str, dict[str, str]], path: Path, title: str,
-               threshold: float = THRESHOLD) -> Path:
+               threshold: float = THRESHOLD, skipped: dict[str, list[str]] | None = None) -> Path:
     """The pairs above `threshold`, task by task: a summary table, then each pair side by side, shared lines
     marked."""
     parts = [f"<!doctype html><meta charset=utf-8><title>{escape.html(title)}</title><style>{_CSS}</style>",
@@ -438,6 +471,9 @@ def write_html(pairs: list[PairScore], files: dict[str, dict[str, str]], path: P
              "skeleton and the statement's code left out, found in the other file after renaming and literals are "
              "normalized; byte-identical files score 1). Marked lines hold shared code. A flag asks a person to "
              "read both files; it proves nothing by itself.</p>"]
+    if skipped:
+        rows = (f"<li>{escape.html(who)}: {escape.html('; '.join(whys))}</li>" for who, whys in sorted(skipped.items()))
+        parts.append(f"<h2>Not compared</h2><ul>{''.join(rows)}</ul>")
     for task in files:
         task_pairs = [p for p in pairs if p.task == task]
         flagged = [p for p in task_pairs if p.score > threshold]
@@ -469,15 +505,16 @@ def write_html(pairs: list[PairScore], files: dict[str, dict[str, str]], path: P
 
 
 def similarity_report(root: Path, homework: Homework, tasks: dict[str, TaskSpec], out: Path,
-                      threshold: float = THRESHOLD) -> list[Path]:
+                      threshold: float = THRESHOLD, skipped: dict[str, list[str]] | None = None) -> list[Path]:
     """Compare every pair of `root/<student>/<task_id>.py` (or what a student's notebook defines for the task) per
     task of `homework` and write
     `out/similarity_<hw>.csv` (every pair) and `out/similarity_<hw>.html` (pairs above `threshold`). Returns the
     two paths. Tasks missing from `tasks` are skipped (the caller reports broken tasks)."""
     task_ids = [t for t in homework.tasks if t in tasks]
-    files = collect(root, task_ids, tasks)
-    pairs = [p for t in task_ids for p in compare_files(t, files[t], boilerplate(tasks[t].folder))]
+    skipped = {} if skipped is None else skipped
+    files = collect(root, task_ids, tasks, skipped)
+    pairs = [p for t in task_ids for p in compare_files(t, files[t], boilerplate(tasks[t].folder), skipped)]
     out.mkdir(parents=True, exist_ok=True)
     return [write_csv(pairs, out / f"similarity_{homework.id}.csv", threshold),
             write_html(pairs, files, out / f"similarity_{homework.id}.html",
-                       f"Similarity: {homework.title or homework.id}", threshold)]
+                       f"Similarity: {homework.title or homework.id}", threshold, skipped)]

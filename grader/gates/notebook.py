@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.config import TaskSpec
+from grader.gates.intake import LINK_MESSAGE, IntakeError, read_submitted, scan, shown
 
 SUFFIX = ".ipynb"
 HEADER = "# code cell {cell}, line {line}"
@@ -76,6 +77,11 @@ def is_notebook(path: Path) -> bool:
 
 class NotebookError(ValueError):
     """The bytes are not a notebook nbformat can read."""
+
+
+TOO_DEEP = (RecursionError, MemoryError)
+"""What Python's parser raises on a cell nested too deep for it (a 20,000-term sum, `((((...))))`): the student's
+cell's problem, never the class's (an uncaught RecursionError here once stopped a whole batch)."""
 
 
 def code_cells(data: bytes) -> list[str]:
@@ -242,6 +248,8 @@ class _Cell:
     """Its top-level statements; None when it is not valid Python."""
     python: bool = True
     """False under a cell magic that is not Python (`%%bash`): never kept."""
+    deep: bool = False
+    """Python's parser gave up on it (RecursionError, MemoryError): nested too deep."""
 
     @classmethod
     def parse(cls, number: int, text: str) -> _Cell:
@@ -256,7 +264,10 @@ class _Cell:
             if _MAGIC.match(lines[k]):
                 indent = lines[k][: len(lines[k]) - len(lines[k].lstrip())]
                 lines[k] = f"{indent}pass" if indent else ""  # in a block, it keeps the block a block
-        tree = _parse("\n".join(lines))
+        try:
+            tree = _parse("\n".join(lines))
+        except TOO_DEEP:  # too deep for Python's parser: not code for the grader, and the student is told
+            return cls(number, lines, None, deep=True)
         if tree is None:
             return cls(number, lines, None)
         return cls(number, lines, [_statement(node, lines) for node in tree.body])
@@ -314,7 +325,7 @@ def _parse(text: str) -> ast.Module | None:
             warnings.simplefilter("ignore")
             return compile(text, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
                            dont_inherit=True)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError):  # not Python (TOO_DEEP goes to the caller, who says so)
         return None
 
 
@@ -376,19 +387,34 @@ class Notebook:
         self.filename = filename
         self.sha256 = hashlib.sha256(data).hexdigest()
         self.problem: str | None = None
+        self.notes: list[str] = []
+        """Cells the grader could not parse for its own limits (nesting too deep): said to the student."""
         try:
             texts = code_cells(data)
         except NotebookError as exc:
-            self.problem = f"{filename} cannot be read as a Jupyter notebook ({exc})"
+            self.problem = f"{shown(filename)} cannot be read as a Jupyter notebook ({exc})"
             texts = []
-        self.cells = [_Cell.parse(n, text) for n, text in enumerate(texts, start=1)]
+        self.cells = []
+        for n, text in enumerate(texts, start=1):
+            try:
+                cell = _Cell.parse(n, text)
+            except TOO_DEEP as exc:  # compile() passed, but our own walk of its tree did not (nested scopes)
+                cell = _Cell(n, text.split("\n"), None, python=False)
+                self.notes.append(f"{shown(filename)}, code cell {n}: not read, nested too deep for the grader "
+                                  f"({type(exc).__name__})")
+            if cell.deep:
+                self.notes.append(f"{shown(filename)}, code cell {n}: Python cannot parse it, its expressions are "
+                                  "nested too deep (RecursionError); it is graded only where it defines a task's name")
+            self.cells.append(cell)
         self.stmts = [(cell, k, st) for cell in self.cells for k, st in enumerate(cell.stmts or [])]
         self.bound = frozenset().union(*(st.binds for _, _, st in self.stmts))
         self.data_names = frozenset().union(*(st.binds for _, _, st in self.stmts if st.data))
 
     @classmethod
     def read(cls, path: Path) -> Notebook:
-        return cls(path.read_bytes(), path.name)
+        """The notebook at `path`, read as a submission: no link followed, bounded in size (grader/gates/intake.py);
+        IntakeError otherwise."""
+        return cls(read_submitted(path.parent, path.name), path.name)
 
     @staticmethod
     def names(task: TaskSpec) -> list[str]:
@@ -400,6 +426,16 @@ class Notebook:
             cell.stmts is None and cell.python and cell.defines(n) for cell in self.cells for n in names)
 
     def extract(self, task: TaskSpec) -> Extraction:
+        """The source `task` grades of this notebook. Never raises for what the notebook holds: a failure of the
+        extraction itself is reported as the notebook's problem (nothing graded, the imports gate says why)."""
+        try:
+            return self._extract(task)
+        except (*TOO_DEEP, ValueError) as exc:
+            why = f"{shown(self.filename)}: the grader could not extract {task.id} from it ({type(exc).__name__})"
+            return Extraction(self.filename, f"# not extracted: sha256 {self.sha256}\n".encode(), (None,), False,
+                              tuple(self.names(task)), (why,))
+
+    def _extract(self, task: TaskSpec) -> Extraction:
         names = self.names(task)
         if self.problem:  # nothing to grade; the bytes' own hash, so that no other file's verdict is reused for it
             return Extraction(self.filename, f"# not a notebook: sha256 {self.sha256}\n".encode(), (None,), False,
@@ -478,27 +514,37 @@ class Notebook:
 
 class NotebookFolder:
     """The notebooks of a student's folder (`*.ipynb`; `deep`: at any depth, as a zip upload may nest them), each
-    read and parsed once, however many tasks it serves. `for_task` gives the notebook that defines a task;
-    `notes` says what was not used and why (a notebook that cannot be read, one task in two notebooks)."""
+    read and parsed once, however many tasks it serves. `for_task` gives the notebook that defines a task.
+    Listed and read as submissions (grader/gates/intake.py): a link is never followed, a notebook over the size
+    limit is not read. `problems` says what could not be used and why (a link, a notebook that cannot be read, a
+    cell too deep to parse), for the student's result; `notes` says the rest (one task in two notebooks)."""
 
     def __init__(self, folder: Path, deep: bool = False) -> None:
-        found = folder.rglob(f"*{SUFFIX}") if deep else folder.glob(f"*{SUFFIX}")
-        self.paths = sorted(p for p in found if p.is_file()
-                            and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+        self.folder = folder
+        listed = scan(folder, deep=deep)
+        self.paths = [folder / rel for rel in listed.files if rel.suffix.lower() == SUFFIX]
         self.notes: list[str] = []
+        self.problems: list[str] = [f"{shown(rel)} {LINK_MESSAGE}: not graded" for rel in listed.links
+                                    if rel.suffix.lower() == SUFFIX]
         self._books: list[tuple[Path, Notebook]] | None = None
 
     def books(self) -> list[tuple[Path, Notebook]]:
         if self._books is None:
             self._books = []
             for path in self.paths:
+                rel = path.relative_to(self.folder)
                 try:
-                    book = Notebook.read(path)
-                except OSError as exc:
-                    self.notes.append(f"{path.name}: not graded, it cannot be read ({exc.strerror or exc})")
+                    book = Notebook(read_submitted(self.folder, rel), path.name)
+                except IntakeError as exc:
+                    self.problems.append(f"{exc}: not graded")
                     continue
+                except Exception as exc:  # noqa: BLE001 - whatever a notebook does to the reader is its own failure
+                    self.problems.append(f"{shown(rel)}: not graded, the grader could not read it "
+                                         f"({type(exc).__name__})")
+                    continue
+                self.problems += book.notes
                 if book.problem:
-                    self.notes.append(f"{book.problem}: not graded")
+                    self.problems.append(f"{book.problem}: not graded")
                     continue
                 self._books.append((path, book))
         return self._books

@@ -260,7 +260,23 @@ class StaticReport:
 
 def check_source(source: str, task: TaskSpec, always_allowed: list[str] | None = None,
                  filename: str = "") -> StaticReport:
-    """Every problem message starts with 'FILE:LINE:' (or 'line N:' without a file name)."""
+    """Every problem message starts with 'FILE:LINE:' (or 'line N:' without a file name). Never raises for what
+    the source holds: a file Python's parser or this check cannot walk (nested too deep, a NUL byte, too large for
+    memory) fails both gates with a message saying so, as a syntax error does."""
+    try:
+        return _check_source(source, task, always_allowed, filename)
+    except (RecursionError, MemoryError, ValueError) as exc:
+        # ValueError: a NUL byte (Python 3.11's parser); RecursionError: `1+1+...` 20,000 terms, deep brackets
+        head = f"{filename}:" if filename else "line 1:"
+        why = ("its expressions are nested too deep for Python's parser" if isinstance(exc, RecursionError)
+               else "it is too large or nested too deep for the grader to read" if isinstance(exc, MemoryError)
+               else f"it is not valid Python source ({str(exc)[:100]})")
+        msg = f"{head} this file cannot be checked: {why}"
+        return StaticReport(imports=[msg], signatures=[msg], filename=filename)
+
+
+def _check_source(source: str, task: TaskSpec, always_allowed: list[str] | None = None,
+                  filename: str = "") -> StaticReport:
 
     def at(lineno: int | None) -> str:
         return f"{filename}:{lineno}:" if filename else f"line {lineno}:"
@@ -270,12 +286,16 @@ def check_source(source: str, task: TaskSpec, always_allowed: list[str] | None =
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        msg = f"{at(exc.lineno)} syntax error: {exc.msg}"
+        msg = f"{at(exc.lineno or 1)} syntax error: {exc.msg}"
         line = (exc.text or "").rstrip("\n")
         if line.strip():  # the line and a caret under where Python stopped, as Python prints them
             indent = len(line) - len(line.lstrip())
             caret = max(0, (exc.offset or indent + 1) - 1 - indent)
-            msg += f"\n    {line.strip()}\n    {' ' * caret}^"
+            line = line.strip()
+            if len(line) > 160:  # a line of thousands of characters: the 160 around the caret
+                cut = max(0, min(caret - 80, len(line) - 160))
+                line, caret = line[cut : cut + 160], caret - cut
+            msg += f"\n    {line}\n    {' ' * caret}^"
         report.imports.append(msg)
         report.signatures.append(msg)
         return report

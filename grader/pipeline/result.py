@@ -113,6 +113,20 @@ def grader_failure(job: Job, device: str, exc: BaseException, runs: list[WorkerR
                       graded_at=_now(), staff=staff)
 
 
+def refused_result(task: TaskSpec, student: str, submission: str, device: str, why: str) -> TaskResult:
+    """The result of a submission the intake refused (a link, a file that is not regular or is too large, one that
+    cannot be read): every test failed with `why`, 0 points. Its sha256 is that of the refusal, so a rerun of the
+    batch finds it graded (resume) until the student hands in something else."""
+    message = f"not graded: {why}"
+    points = task.test_points(device)
+    tests = [TestResult(name, Outcome.FAILED.label, 0.0, points[name], message, visibility=task.visibility(name))
+             for name in task.test_names]
+    return TaskResult(task=task.id, student=student, submission=submission, score=0.0,
+                      max_score=task.points_on(device), tests=tests, checks={}, environment=dict(environment(device)),
+                      submission_sha256=hashlib.sha256(f"refused: {why}".encode()).hexdigest(), graded_at=_now(),
+                      staff={"intake": why})
+
+
 def reused(result: TaskResult, job: Job, first: Job) -> TaskResult:
     """`result`, graded for `first`, as the result of `job`, which sent the same file for the same task."""
     return replace(result, student=job.student, submission=str(job.submission),
