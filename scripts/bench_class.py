@@ -1,6 +1,7 @@
 """Class-scale timing: the demo class copied to N students, graded with `batch` rules, next to a serial run.
 
     python scripts/bench_class.py --students 200 [--serial-students 5] [--device cuda] [--workers N]
+    python scripts/bench_class.py --students 8 --serial-students 0 --provenance both   # the provenance check's cost
 
 The parallel run grades all N students; the serial run (one worker) grades the first few copies and its time
 is scaled to N, since a serial pass over a whole class would not fit in one sitting (`--students 0` runs the
@@ -101,6 +102,7 @@ STAGE_ROWS = (
     ("cases", "worker: running the cases (op audit included; compile and waits excluded)"),
     ("address", "worker: the address check's interpreted re-run (CUDA)"),
     ("records", "worker: sending the records"),
+    ("twin", "worker: the provenance check's call of each case's twin"),
     ("timing", "worker: speed tests (warm-up and timed calls; compile excluded)"),
     ("judge", "judge (pytest suite, value checks)"),
 )
@@ -141,7 +143,7 @@ def stage_report(staffs: list[tuple[str, dict]]) -> None:
 
 
 def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, profile: int = 0,
-          profile_judge: int = 0, backend: str = "local") -> float:
+          profile_judge: int = 0, backend: str = "local") -> tuple[float, float]:
     work = Path(tempfile.mkdtemp(prefix="bench-class-"))
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
     os.environ["GRADER_TRITON_SHARED"] = str(work / "triton-shared")  # the grader's shared cache starts cold too
@@ -163,6 +165,7 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
         prof.disable()
     seconds = time.perf_counter() - start
     after = cpu_times()
+    busy = float("nan")
     if before and after:  # is the machine's CPU the limit? (everything running on it counts)
         busy, total = after[0] - before[0], after[1] - before[1]
         print(f"cpu     : {busy:.0f} core-seconds busy of {total:.0f} ({100 * busy / max(total, 1e-9):.0f}%), "
@@ -183,7 +186,7 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
         for key in ("cumulative", "tottime"):
             pstats.Stats(*profiles).sort_stats(key).print_stats(profile_judge)
     shutil.rmtree(work, ignore_errors=True)
-    return seconds
+    return seconds, busy
 
 
 def main() -> int:
@@ -198,6 +201,9 @@ def main() -> int:
     parser.add_argument("--judges", type=int, default=None, help="override config.yaml's grading.judges")
     parser.add_argument("--identical", action="store_true", help="copies share kernel sources (and compilations)")
     parser.add_argument("--no-speed-tier", action="store_true", help="grade without the tasks' speed tests")
+    parser.add_argument("--provenance", choices=["on", "off", "both"], default="on",
+                        help="the provenance check (grading.provenance); both: the class without it, then with it, "
+                             "and the ratio of busy core-seconds")
     parser.add_argument("--profile-judge", type=int, default=0, metavar="N",
                         help="profile every job's judging (in the judge processes) and print the N costliest functions")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
@@ -216,13 +222,22 @@ def main() -> int:
     files = sum(len(list(demo[i % len(demo)].glob("*.py"))) for i in range(args.students))
     serial = None
     if args.serial_students:  # first: it is the short one
-        serial = timed(args.serial_students, 1, device, hw, tasks, cfg, args.identical) / args.serial_students
+        serial = timed(args.serial_students, 1, device, hw, tasks, cfg, args.identical)[0] / args.serial_students
         print(f"serial  : {args.serial_students} students, one worker: {serial:.1f} s a student, "
               f"{serial * 200:.0f} s for 200", flush=True)
     if not args.students:
         return 0
-    parallel = timed(args.students, args.workers, device, hw, tasks, cfg, args.identical, args.profile,
-                     args.profile_judge, args.backend)
+    runs = {}
+    for setting in ((False, True) if args.provenance == "both" else (args.provenance == "on",)):
+        print(f"--- provenance check {'on' if setting else 'off'}", flush=True)
+        runs[setting] = timed(args.students, args.workers, device, hw, tasks,
+                              dataclasses.replace(cfg, provenance=setting), args.identical, args.profile,
+                              args.profile_judge, args.backend)
+    parallel = runs[args.provenance != "off"][0]
+    if len(runs) == 2:
+        (wall0, busy0), (wall1, busy1) = runs[False], runs[True]
+        print(f"provenance: busy core-seconds {busy0:.0f} -> {busy1:.0f} ({busy1 / busy0:.3f}x), wall {wall0:.1f} -> "
+              f"{wall1:.1f} s ({wall1 / wall0:.3f}x), {files} files", flush=True)
     kind = ", identical copies" if args.identical else ""
     print(f"parallel: {args.students} students ({files} files{kind}) in {parallel:.1f} s on {device}, {args.backend}"
           f" (judges: {'auto' if cfg.judges < 0 else cfg.judges})")
