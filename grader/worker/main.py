@@ -41,7 +41,7 @@ from grader.worker.gpu_compile import CompileCheck
 from grader.worker.interpreter import interpreted, patch_interpreter
 from grader.worker.interpreter import kernel_chain as _kernel_chain
 from grader.worker.op_audit import OpAudit, watch_threads
-from grader.worker.provenance import Provenance
+from grader.worker.provenance import Provenance, new_call, register
 from grader.worker.timing import compile_here, load_baseline, time_calls
 from grader.worker.write_check import WriteWatch
 
@@ -107,6 +107,7 @@ class Instruments:
                         watched = (*inst.writes.before(tensors, name), name)
                     if inst.audit is not None:
                         inst.audit.launched(tensors)
+                    register(tensors)
                     if inst.provenance is not None and inst.provenance.active:
                         inst.provenance.launch(name, submission_line(inst.path, 2), _arg_names(self), args, kwargs)
                 if inst.gate is not None and type(self).__name__ == "InterpretedFunction":
@@ -144,6 +145,7 @@ class Instruments:
                 inst.allocs.append((buf, view, offset))
                 if inst.writes is not None:
                     inst.writes.allocated(len(inst.allocs) - 1)
+                register([view])
                 return view
 
             return alloc
@@ -349,6 +351,7 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
         bounds.take()  # nothing from before this call counts against it
     if n_out:
         args += entry.outputs(case["args"][len(case["args"]) - n_out:], device, inst)
+    new_call()
     if provenance is not None and audit is not None:
         provenance.start([view for _, view, _ in inputs])
         audit.provenance = inst.provenance = provenance

@@ -42,6 +42,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.protocol import torch_ops
+from grader.worker import provenance
 
 MAX_RECORDS = 256
 """Distinct (op, line, scalar) records kept per window; more are counted in the last one."""
@@ -191,6 +192,7 @@ class _Dispatch(TorchDispatchMode):
         line = self.audit.attribute(name)
         if line is not None:
             self.audit.note(name, line, _flat((args, kwargs)), _flat(out))
+            provenance.register(_flat(out))
             if self.audit.provenance is not None:
                 self.audit.provenance.op(name, line, args, kwargs, out)
         return out

@@ -7,9 +7,10 @@ checkpoint (each torch operation the submission runs, each kernel launch, the ca
 is not **in flow**:
 
 * in flow: the call's inputs (and their views); every tensor a kernel launch received (a kernel may have written
-  it); the result of a torch operation any of whose tensor arguments was in flow; a tensor that existed before
-  the call began (a workspace kept between calls: what is written into it during the call is noted where it is
-  written);
+  it); the result of a torch operation any of whose tensor arguments was in flow; a tensor the worker saw made or
+  used before the call began (`register`: a guarded allocation, a kernel's argument or a torch operation's result
+  in an earlier call or at import, still alive: a workspace kept between calls; what is written into it during the
+  call is noted where it is written);
 * anything else is noted with its bits: a tensor by its dtype, shape, strides and a digest of its elements, a
   Python number or string by its value.
 
@@ -30,9 +31,9 @@ the static policy keeps out of the submission's reach.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import math
+import weakref
 
 import torch
 
@@ -42,6 +43,44 @@ MAX_CHECKPOINTS = 4096
 """Checkpoints recorded per call; past it the call is marked `overflow` and the judge compares what was kept."""
 MAX_TEXT = 120
 """A string argument longer than this is kept as its digest."""
+
+_KNOWN: dict[int, tuple[weakref.ref, int]] = {}
+"""Storage address -> (the tensor seen there, the call it was seen in): what the worker saw made or used, in every
+call, recorded or not (`register`). A tensor that is still alive holds its storage, so its address is not reused."""
+_CALL = [0]
+"""The number of the call now running (`Provenance.start` counts the recorded ones; `new_call` every one)."""
+
+
+def new_call() -> None:
+    """A call of the entry begins (recorded or not): what is registered from now on belongs to it."""
+    _CALL[0] += 1
+    if len(_KNOWN) > 4096:  # let the addresses of tensors that died go
+        for ptr in [p for p, (ref, _) in _KNOWN.items() if ref() is None]:
+            del _KNOWN[ptr]
+
+
+def register(tensors) -> None:
+    """Tensors the worker saw made or used (a guarded allocation, a launch's arguments, a torch operation's
+    results): in a later call, while alive, they are in flow (a workspace kept between calls)."""
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.device.type != "meta":
+            storage = _storage(t)
+            if storage is not None and storage.data_ptr() not in _KNOWN:
+                try:
+                    _KNOWN[storage.data_ptr()] = (weakref.ref(t), _CALL[0])
+                except TypeError:
+                    pass
+
+
+def _known_before(ptr: int) -> bool:
+    entry = _KNOWN.get(ptr)
+    if entry is None or entry[1] >= _CALL[0]:
+        return False
+    t = entry[0]()
+    if t is None:
+        return False
+    storage = _storage(t)
+    return storage is not None and storage.data_ptr() == ptr
 
 
 def _storage(t: torch.Tensor):
@@ -99,11 +138,9 @@ class Provenance:
     # ------------------------------------------------------------------------------------------- the call
 
     def start(self, inputs: list[torch.Tensor]) -> None:
-        """A recorded call begins: its inputs, and every tensor alive now, are in flow."""
+        """A recorded call begins (after `new_call`): its inputs are in flow, and so is what the worker saw before
+        it (`register`)."""
         self.records, self.flow, self.overflow = [], {}, 0
-        for obj in gc.get_objects():
-            if isinstance(obj, torch.Tensor):
-                self._hold(obj)
         for t in inputs:
             self._hold(t)
         self.active = True
@@ -126,7 +163,9 @@ class Provenance:
 
     def in_flow(self, t: torch.Tensor) -> bool:
         storage = _storage(t)
-        return storage is not None and storage.data_ptr() in self.flow
+        if storage is None:
+            return False
+        return storage.data_ptr() in self.flow or _known_before(storage.data_ptr())
 
     def _note(self, value) -> list | None:
         if isinstance(value, torch.Tensor):
