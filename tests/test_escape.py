@@ -23,6 +23,7 @@ from grader.config import Homework, discover_tasks, load_config
 from grader.course import gradescope, leaderboard
 from grader.course.batch import run_batch
 from grader.course.similarity import similarity_report
+from grader.gates.intake import student_id
 from grader.results import TaskResult, escape
 from grader.results import TestResult as Result  # pytest collects no Test* name
 
@@ -150,12 +151,14 @@ def test_batch_results_json_and_gradebook_hold_a_hostile_student_as_text(tmp_pat
     # gradebook.csv: every student cell is text to a spreadsheet, the grader's numbers stay numbers
     with (out / "gradebook.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
-    assert sorted(r["student"] for r in rows) == sorted("'" + s if s != "ann" else s for s in students)
+    # (a name that is not printable is graded under its escaped id, grader/gates/intake.py student_id: "\\t=1+1")
+    assert sorted(r["student"] for r in rows) == sorted(escape.csv_cell(student_id(s)) for s in students)
+    assert not [r["student"] for r in rows if r["student"][:1] in ("=", "+", "-", "@", "\t", "\r")]
     assert all(r[T10] == "0.5" and r["total"] == "0.5" for r in rows)
     # results.json: the messages' code blocks hold the student's text; nothing renders as markup
     for s in students:
         for name in ("results.json", "gradescope.staff.json"):
-            data = json.loads((out / s / name).read_text())
+            data = json.loads((out / student_id(s) / name).read_text())
             for test in data["tests"]:
                 assert_no_markup_from_students(render_md(test["output"]))
     # the console: no control character, and no line begins like the grader's own PASS line

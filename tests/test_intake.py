@@ -99,7 +99,7 @@ def test_batch_follows_no_link(tmp_path, key_grader):
     assert "your folder cat is a symbolic link" in json.loads((out / "cat" / "intake.json").read_text())[0]
     assert "nb.ipynb is a symbolic link" in json.loads((out / "dan" / "intake.json").read_text())[0]
     outputs = [t["output"] for t in json.loads((out / "dan" / "results.json").read_text())["tests"]]
-    assert any("nb.ipynb is a symbolic link" in o for o in outputs)
+    assert any("nb.ipynb is a symbolic link" in o.replace("\\", "") for o in outputs)  # Markdown, escaped
     assert code == cli.SOME_FAILED == 3
     # a rerun grades nothing new and says the same: the refusal is not forgotten once resumed
     key_grader.seen.clear()

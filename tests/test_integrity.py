@@ -43,8 +43,10 @@ def _messages(result) -> dict[str, str]:
     return {t.name: t.message for t in result.tests}
 
 
-def _grade(jobs, cfg, device, static_checks=True, sandbox_on=True, writes=True):
-    cfg = dataclasses.replace(cfg, sandbox=SandboxConfig(enabled=sandbox_on), writes=writes)
+def _grade(jobs, cfg, device, static_checks=True, sandbox_on=True, writes=True, provenance=True):
+    """`provenance`: the provenance check (tests/test_provenance.py proves it alone); off where a test shows
+    another layer alone, or every layer off."""
+    cfg = dataclasses.replace(cfg, sandbox=SandboxConfig(enabled=sandbox_on), writes=writes, provenance=provenance)
     return grade_jobs(jobs, cfg, device, workers=len(jobs), static_checks=static_checks)
 
 
@@ -261,11 +263,12 @@ def _stopped_by_static_policy_and_write_check(cheat: Path, task, cfg, device: st
     stops it), with the write check alone (every case fails: values placed before the launch), and with the
     static policy alone (it earns nothing); returns the imports test's message."""
     cases = {c.id for c in task.cases}
-    behind, alone = _grade([Job(task, cheat, "c")], cfg, device, static_checks=False, writes=False) + \
-        _grade([Job(task, cheat, "c")], cfg, device, static_checks=False)
+    behind, alone = _grade([Job(task, cheat, "c")], cfg, device, static_checks=False, writes=False,
+                           provenance=False) + \
+        _grade([Job(task, cheat, "c")], cfg, device, static_checks=False, provenance=False)
     assert all(t.outcome == "passed" for t in behind.tests if t.name in cases), _messages(behind)
     assert all(WRITTEN_OUTSIDE in m for n, m in _messages(alone).items() if n in cases), _messages(alone)
-    (checked,) = _grade([Job(task, cheat, "c")], cfg, device, writes=False)
+    (checked,) = _grade([Job(task, cheat, "c")], cfg, device, writes=False, provenance=False)
     assert checked.score == 0
     return _messages(checked)["imports"]
 
@@ -323,8 +326,10 @@ def test_scalar_laundering_is_stopped_by_the_op_audit_and_by_the_write_check(sma
     launch; with both off, every case passes."""
     cheat, cases = WRONG / "fill_item_launder.py", {c.id for c in small10.cases}
     lax = dataclasses.replace(small10, torch_ops=(*small10.torch_ops, "item"), python_reads=1 << 30)
-    audit_alone, write_alone, neither = _grade([Job(small10, cheat, "a")], cfg, device, writes=False) + \
-        _grade([Job(lax, cheat, "w")], cfg, device) + _grade([Job(lax, cheat, "n")], cfg, device, writes=False)
+    audit_alone, write_alone, neither = \
+        _grade([Job(small10, cheat, "a")], cfg, device, writes=False, provenance=False) + \
+        _grade([Job(lax, cheat, "w")], cfg, device, provenance=False) + \
+        _grade([Job(lax, cheat, "n")], cfg, device, writes=False, provenance=False)
     assert all(t.outcome == "passed" for t in neither.tests if t.name in cases), _messages(neither)
     assert audit_alone.score == 0 and write_alone.score == 0
     for name in cases:
