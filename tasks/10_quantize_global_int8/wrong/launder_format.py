@@ -1,6 +1,6 @@
 """Known cheat (provenance): reads the input through an f-string (format() of a tensor prints it, out of the op
-audit's sight), rounds in Python and has the required kernel copy the codes (filled in one element at a time into
-a scratch buffer) into q."""
+audit's sight), rounds in Python and has the required kernel copy the codes (a tensor made with torch.tensor) into
+q."""
 
 import torch
 import triton
@@ -50,8 +50,4 @@ def _numbers(text):
 def quantize_global(x: torch.Tensor):
     torch.set_printoptions(threshold=10**9, precision=10, sci_mode=True)
     text = f"{x.reshape(-1)}"
-    codes = _codes(_numbers(text))
-    scratch = torch.empty(x.numel(), dtype=torch.int8, device=x.device)
-    for i, c in enumerate(codes):
-        scratch[i] = c
-    return _copy_in(x, scratch)
+    return _copy_in(x, torch.tensor(_codes(_numbers(text)), dtype=torch.int8))

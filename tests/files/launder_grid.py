@@ -1,6 +1,7 @@
 """Known cheat (provenance): reads the input through repr(), rounds in Python and carries each code in a launch's grid:
 the kernel is launched once per element with code + 128 programs, and the last program stores its count, less 128,
-into q. No tensor carries the codes, and q is written by a launch."""
+into q. No tensor carries the codes, and q is written by a launch. (In tests/files: a launch an element is too slow
+for every case of selftest; tests/test_provenance.py grades it.)"""
 
 import torch
 import triton
@@ -37,7 +38,7 @@ def quantize_global(x: torch.Tensor):
     values = _numbers(text)
     top = max(abs(v) for v in values)
     q = torch.empty(x.shape, dtype=torch.int8, device=x.device)
-    for i, v in enumerate(values[:4096]):  # (a bound: a launch an element is slow; past it, q stays poison)
+    for i, v in enumerate(values[:256]):  # (a bound: a launch an element is slow; past it, q stays poison)
         code = round(127.0 * v / top) if top else 0
         _quantize_global[(code + 128,)](x, x, q, i)
     return q, x.abs().max()
