@@ -65,22 +65,24 @@ def register(tensors) -> None:
     for t in tensors:
         if isinstance(t, torch.Tensor) and t.device.type != "meta":
             storage = _storage(t)
-            if storage is not None and storage.data_ptr() not in _KNOWN:
-                try:
-                    _KNOWN[storage.data_ptr()] = (weakref.ref(t), _CALL[0])
-                except TypeError:
-                    pass
+            if storage is None or _known_at(storage.data_ptr()):
+                continue  # seen before: it keeps the call it was first seen in
+            try:  # (a dead tensor's address is taken over: CUDA's caching allocator hands addresses out again)
+                _KNOWN[storage.data_ptr()] = (weakref.ref(t), _CALL[0])
+            except TypeError:
+                pass
+
+
+def _known_at(ptr: int) -> bool:
+    """Whether the tensor registered at this address is alive and still there."""
+    entry = _KNOWN.get(ptr)
+    t = entry[0]() if entry is not None else None
+    storage = _storage(t) if t is not None else None
+    return storage is not None and storage.data_ptr() == ptr
 
 
 def _known_before(ptr: int) -> bool:
-    entry = _KNOWN.get(ptr)
-    if entry is None or entry[1] >= _CALL[0]:
-        return False
-    t = entry[0]()
-    if t is None:
-        return False
-    storage = _storage(t)
-    return storage is not None and storage.data_ptr() == ptr
+    return _known_at(ptr) and _KNOWN[ptr][1] < _CALL[0]
 
 
 def _storage(t: torch.Tensor):
