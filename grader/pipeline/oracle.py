@@ -15,6 +15,12 @@ from grader.protocol import (
     GradingTree,
 )
 
+TWIN_MAX_ELEMENTS = 1 << 20
+"""A case whose tensor inputs hold more elements than this has no twin: making it, its answer and its call cost
+about as much as the case (on the H200, with twins for every case, the class benchmark's busy core-seconds grew
+1.31x, most of it for task 10's 67-million-element case and its kind), and carrying that many values through Python
+is itself slow (str() of 2^20 float32 elements: 14.8 s on a CI-like CPU, before any parsing)."""
+
 
 class Prepared:
     """Each task's inputs and oracle answers for one device, computed once and shared by every job.
@@ -51,7 +57,8 @@ class Prepared:
             for i, case in enumerate(task.cases):
                 args, kwargs = oracle.generate_input(**case.params_for(self.device))
                 twin = None
-                if self.twins and task.launch is None:
+                size = sum(v.numel() for v in [*args, *kwargs.values()] if isinstance(v, torch.Tensor))
+                if self.twins and task.launch is None and size <= TWIN_MAX_ELEMENTS:
                     t_args, t_kwargs = twin_of(f"{task.id}/{case.id}", list(args), dict(kwargs))
                     twin = judge.CaseData(case.id, t_args, t_kwargs, ())
                 data.append(judge.CaseData(case.id, list(args), dict(kwargs), (), twin=twin))

@@ -668,7 +668,7 @@ class GpuGate:
             self.enter_shared()
 
 
-STAGES = ("load", "import", "compile", "cases", "address", "records", "timing", "gate_wait", "gate_bypassed",
+STAGES = ("load", "import", "compile", "cases", "address", "twin", "records", "timing", "gate_wait", "gate_bypassed",
           "gate_idle_releases")
 """What a worker's last STATUS frame may count in its `stages` (seconds; `gate_bypassed` and `gate_idle_releases`,
 the holds let go while a call idled, are counts): where the worker's time went, for the class benchmark."""
