@@ -17,12 +17,23 @@ def _quantize_global(x_ptr, absmax_inv_ptr, output_ptr, n_elements, BLOCK_SIZE: 
     tl.store(output_ptr + offsets, tl.load(absmax_inv_ptr + offsets, mask=mask), mask=mask)
 
 
+def _copy_in(x, codes):
+    """Has the required kernel copy `codes` (int8, on any device) into q."""
+    q = torch.empty(x.shape, dtype=torch.int8, device=x.device)
+    codes = codes.to(x.device)
+    n = x.numel()
+    _quantize_global[lambda m: (triton.cdiv(n, m["BLOCK_SIZE"]),)](x, codes, q, n)
+    return q, x.abs().max()
+
+
+def _codes(values):
+    top = max(abs(v) for v in values)
+    return [round(127.0 * v / top) if top else 0 for v in values]
+
+
 def quantize_global(x: torch.Tensor):
     raw = bytes(x.detach().cpu().clone().untyped_storage())
     y = torch.frombuffer(bytearray(raw), dtype=x.dtype)[:x.numel()].double()
     top = y.abs().max()
     codes = torch.round(127.0 * y / top) if top else torch.zeros_like(y)
-    q = torch.empty(x.shape, dtype=torch.int8, device=x.device)
-    n = x.numel()
-    _quantize_global[lambda m: (triton.cdiv(n, m["BLOCK_SIZE"]),)](x, codes.to(torch.int8).to(x.device), q, n)
-    return q, x.abs().max()
+    return _copy_in(x, codes.to(torch.int8))
