@@ -1,7 +1,9 @@
 """Class-scale timing: the demo class copied to N students, graded with `batch` rules, next to a serial run.
 
     python scripts/bench_class.py --students 200 [--serial-students 5] [--device cuda] [--workers N]
-    python scripts/bench_class.py --students 8 --serial-students 0 --provenance both   # the provenance check's cost
+    python scripts/bench_class.py --students 12 --serial-students 0 --provenance both --repeats 2 --no-speed-tier
+        # the provenance check's cost: off, on, off, on (alternating, so that what else the machine does falls on
+        # both settings alike), each run cold, and the ratio of each pair
 
 The parallel run grades all N students; the serial run (one worker) grades the first few copies and its time
 is scaled to N, since a serial pass over a whole class would not fit in one sitting (`--students 0` runs the
@@ -108,9 +110,9 @@ STAGE_ROWS = (
 )
 
 
-def stage_report(staffs: list[tuple[str, dict]]) -> None:
+def stage_report(staffs: list[tuple[str, dict]]) -> dict[str, float]:
     """Seconds per graded file by stage, summed from the staff JSON files (`staff.stages`), and the workers'
-    wall time beside them: where a class's core-seconds go."""
+    wall time beside them: where a class's core-seconds go. Returns the per-file seconds by stage."""
     totals: dict[str, float] = {}
     files = reused = 0
     for _, staff in staffs:
@@ -122,7 +124,7 @@ def stage_report(staffs: list[tuple[str, dict]]) -> None:
             if isinstance(value, (int, float)):
                 totals[name] = totals.get(name, 0.0) + value
     if not files:
-        return
+        return {}
     logs = [str(staff.get("worker_log", "")) for _, staff in staffs]
     gate = sorted((line for log in logs for line in log.splitlines() if line.startswith("gate:")),
                   key=lambda ln: float(ln.rsplit("(at ", 1)[-1].rstrip(")")))
@@ -140,10 +142,11 @@ def stage_report(staffs: list[tuple[str, dict]]) -> None:
           flush=True)
     print(f"  gate_idle_rel. {totals.get('gate_idle_releases', 0.0):8.0f}  shared holds let go while a call idled "
           "(in all)", flush=True)
+    return {key: totals.get(key, 0.0) / files for key, _ in STAGE_ROWS}
 
 
 def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, profile: int = 0,
-          profile_judge: int = 0, backend: str = "local") -> tuple[float, float]:
+          profile_judge: int = 0, backend: str = "local") -> tuple[float, float, dict[str, float]]:
     work = Path(tempfile.mkdtemp(prefix="bench-class-"))
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
     os.environ["GRADER_TRITON_SHARED"] = str(work / "triton-shared")  # the grader's shared cache starts cold too
@@ -175,7 +178,7 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
                                         for q in (25, 50, 75, 90, 100)), flush=True)
     staffs = read_staff(work / "results")
     quiet_report(staffs, cfg.stall_s.get(device, 0.0))
-    stage_report(staffs)
+    stages = stage_report(staffs)
     if prof:  # this process only: the oracle, the judge (with grading.judges 0) and the orchestration
         for key in ("cumulative", "tottime"):
             pstats.Stats(prof).sort_stats(key).print_stats(profile)
@@ -186,7 +189,7 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
         for key in ("cumulative", "tottime"):
             pstats.Stats(*profiles).sort_stats(key).print_stats(profile_judge)
     shutil.rmtree(work, ignore_errors=True)
-    return seconds, busy
+    return seconds, busy, stages
 
 
 def main() -> int:
@@ -204,6 +207,8 @@ def main() -> int:
     parser.add_argument("--provenance", choices=["on", "off", "both"], default="on",
                         help="the provenance check (grading.provenance); both: the class without it, then with it, "
                              "and the ratio of busy core-seconds")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="with --provenance both: this many off/on pairs, alternating")
     parser.add_argument("--profile-judge", type=int, default=0, metavar="N",
                         help="profile every job's judging (in the judge processes) and print the N costliest functions")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
@@ -227,17 +232,30 @@ def main() -> int:
               f"{serial * 200:.0f} s for 200", flush=True)
     if not args.students:
         return 0
-    runs = {}
-    for setting in ((False, True) if args.provenance == "both" else (args.provenance == "on",)):
+    settings = [args.provenance == "on"] if args.provenance != "both" else [False, True] * max(1, args.repeats)
+    runs: list[tuple[bool, tuple[float, float, dict[str, float]]]] = []
+    for setting in settings:
         print(f"--- provenance check {'on' if setting else 'off'}", flush=True)
-        runs[setting] = timed(args.students, args.workers, device, hw, tasks,
-                              dataclasses.replace(cfg, provenance=setting), args.identical, args.profile,
-                              args.profile_judge, args.backend)
-    parallel = runs[args.provenance != "off"][0]
-    if len(runs) == 2:
-        (wall0, busy0), (wall1, busy1) = runs[False], runs[True]
-        print(f"provenance: busy core-seconds {busy0:.0f} -> {busy1:.0f} ({busy1 / busy0:.3f}x), wall {wall0:.1f} -> "
-              f"{wall1:.1f} s ({wall1 / wall0:.3f}x), {files} files", flush=True)
+        runs.append((setting, timed(args.students, args.workers, device, hw, tasks,
+                                    dataclasses.replace(cfg, provenance=setting), args.identical, args.profile,
+                                    args.profile_judge, args.backend)))
+    parallel = runs[-1][1][0]
+    if args.provenance == "both":
+        pairs = [(runs[i][1], runs[i + 1][1]) for i in range(0, len(runs), 2)]
+        for k, ((wall0, busy0, _), (wall1, busy1, _)) in enumerate(pairs, 1):
+            print(f"provenance pair {k}: busy core-seconds {busy0:.0f} -> {busy1:.0f} ({busy1 / busy0:.3f}x), wall "
+                  f"{wall0:.1f} -> {wall1:.1f} s ({wall1 / wall0:.3f}x), {files} files", flush=True)
+        busy = [sum(p[i][1] for p in pairs) for i in (0, 1)]
+        print(f"provenance: busy core-seconds over {len(pairs)} pair(s) {busy[0]:.0f} -> {busy[1]:.0f} "
+              f"({busy[1] / busy[0]:.3f}x)", flush=True)
+        keys = [key for key, _ in STAGE_ROWS]
+        mean = [{key: sum(p[i][2].get(key, 0.0) for p in pairs) / len(pairs) for key in keys} for i in (0, 1)]
+        total = [sum(m.values()) for m in mean]
+        print(f"provenance: stage seconds per file, mean of the pairs, off -> on (sum {total[0]:.2f} -> {total[1]:.2f},"
+              f" {total[1] / max(total[0], 1e-9):.3f}x):", flush=True)
+        for key in keys:
+            print(f"  {key:<14} {mean[0][key]:8.2f} -> {mean[1][key]:8.2f}  ({mean[1][key] - mean[0][key]:+.2f})",
+                  flush=True)
     kind = ", identical copies" if args.identical else ""
     print(f"parallel: {args.students} students ({files} files{kind}) in {parallel:.1f} s on {device}, {args.backend}"
           f" (judges: {'auto' if cfg.judges < 0 else cfg.judges})")
