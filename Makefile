@@ -13,7 +13,7 @@ DEVICE ?= auto
 setup: .venv/.ready
 
 lint: .venv/.ready
-	$(PYTHON) -m ruff check grader reference tests scripts
+	$(PYTHON) -m ruff check grader reference tests scripts conformance
 	.venv/bin/lint-imports  # the layer contracts in pyproject.toml
 
 test: export EXTRAS = plots ray
