@@ -160,3 +160,14 @@ def test_each_failing_case_says_what_the_cpu_check_cannot_do(task10, tmp_path):
             if t.name != "n1023_fp32":
                 assert CUDA_ASSERT_NOTE not in t.message and "cannot grade it here" not in t.message, t
 
+
+
+def test_the_kit_readme_says_what_the_cpu_check_cannot_grade():
+    from grader.course import release
+
+    hw_id = next(iter(load_config().homeworks))
+    hw, tasks = release.homework_tasks(hw_id)
+    text = release.kit_readme(hw, tasks)
+    section = text.split("## What the check on a CPU cannot grade", 1)[1].split("\n## ", 1)[0]
+    assert "tl.make_block_ptr is not in triton" in section and "assert x.is_cuda" in section
+    assert f"triton {release.toolchain_of()['triton']}" in section
