@@ -120,9 +120,9 @@ def test_the_judge_words_a_known_error_from_its_table_alone():
 
 
 def test_each_failing_case_says_what_the_cpu_check_cannot_do(task10, tmp_path):
-    """Graded on the CPU (one case): the block-pointer file, the same right answer with `assert x.is_cuda`, and a
-    wrong one (truncation). Each known error's message is every failing case's, and neither appears for the
-    wrong answer."""
+    """Graded on the CPU (one case): the block-pointer file, a right answer with `assert x.is_cuda` in its wrapper,
+    the same with `assert torch.cuda.is_available()` when imported, and a wrong one (truncation). Each known
+    error's message is every failing case's, and neither appears for the wrong answer."""
     task = dataclasses.replace(task10, cases=[c for c in task10.cases if c.id == "n1023_fp32"], perf=[])
     right = (task10.folder / "right" / "absmax_one_element.py").read_text()
     asserting = tmp_path / "asserts_cuda.py"
@@ -130,8 +130,13 @@ def test_each_failing_case_says_what_the_cpu_check_cannot_do(task10, tmp_path):
                                        "def quantize_global(x: torch.Tensor):\n"
                                        "    assert x.is_cuda, \"x must be on the GPU\"\n", 1))
     assert "assert x.is_cuda" in asserting.read_text()
+    on_import = tmp_path / "asserts_on_import.py"  # the same, asked of the machine when the file is imported
+    on_import.write_text(right.replace("\nimport torch\n", "\nimport torch\n\nassert torch.cuda.is_available()\n", 1))
+    assert "assert torch.cuda" in on_import.read_text()
     jobs = [Job(task, BLOCK_PTR, "block_ptr"), Job(task, asserting, "asserts"),
             Job(task, task10.folder / "wrong" / "truncate.py", "wrong")]
+    if not torch.cuda.is_available():
+        jobs.append(Job(task, on_import, "on_import"))
     cfg = load_config()
     results = {r.student: r for r in grade_jobs(jobs, cfg, "cpu", workers=min(3, os.cpu_count() or 1))}
     cases = {s: [t for t in r.tests if t.name == "n1023_fp32"] for s, r in results.items()}
@@ -152,13 +157,16 @@ def test_each_failing_case_says_what_the_cpu_check_cannot_do(task10, tmp_path):
     assert "raised AssertionError: x must be on the GPU" in asserts.message
     assert CUDA_ASSERT_NOTE in asserts.message
 
+    if "on_import" in cases:
+        (imported,) = cases["on_import"]
+        assert imported.message.startswith("not run: importing the submission failed: AssertionError")
+        assert imported.message.endswith(CUDA_ASSERT_NOTE)
+
     (wrong,) = cases["wrong"]
     assert wrong.outcome == "failed"
     assert CUDA_ASSERT_NOTE not in wrong.message and "this check cannot grade it here" not in wrong.message
-    for r in results.values():  # the other tests say nothing of the sort either
-        for t in r.tests:
-            if t.name != "n1023_fp32":
-                assert CUDA_ASSERT_NOTE not in t.message and "cannot grade it here" not in t.message, t
+    for t in results["wrong"].tests:  # nor does any other test of the wrong answer
+        assert CUDA_ASSERT_NOTE not in t.message and "cannot grade it here" not in t.message, t
 
 
 
