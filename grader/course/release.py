@@ -119,7 +119,7 @@ def write_tree(hw_id: str, out: Path, *, kit: bool, config: Path = ROOT / "confi
     if kit:
         put("setup.sh", setup_script(config))
         (out / "setup.sh").chmod(0o755)
-        put(KIT_README, kit_readme(hw, tasks))
+        put(KIT_README, kit_readme(hw, tasks, config))
         put(".gitignore", ".venv/\n__pycache__/\nresults/\n")
     if kit:
         found = leaks(out)
@@ -237,7 +237,7 @@ def setup_script(config: Path = ROOT / "config.yaml") -> str:
     return SETUP_SH.replace("@TORCH@", pins["torch"]).replace("@TRITON@", pins["triton"])
 
 
-def kit_readme(hw: Homework, tasks: dict[str, TaskSpec]) -> str:
+def kit_readme(hw: Homework, tasks: dict[str, TaskSpec], config: Path = ROOT / "config.yaml") -> str:
     rows = []
     for t in tasks.values():
         hidden = sum(c.visibility != "public" for c in t.cases)
@@ -246,6 +246,8 @@ def kit_readme(hw: Homework, tasks: dict[str, TaskSpec]) -> str:
         rows.append(f"| `{t.id}` | {t.title} | {hw.tasks[t.id]:g} | {extra or '-'} |")
     first = next(iter(tasks))
     due = hw.deadline.isoformat() if hw.deadline else "see the course page"
+    pins = toolchain_of(config)
+    triton_line = f"triton {pins['triton']}"
     return f"""# {hw.title}: student kit
 
 Everything you need to check your files before you submit them: the task statements, a skeleton per task, the
@@ -277,6 +279,20 @@ and messages name the code cell (counted from 1) and the line in it.
 Each test prints PASS or FAIL and why: the case (shape, dtype), how many elements differ with got/expected, which
 buffer a kernel wrote past and at which offsets, which import or autotune rule failed and on which line. It runs on
 the GPU when there is one; `--device cpu` forces the interpreter. `--json out.json` writes the result.
+
+## What the check on a CPU cannot grade
+
+Without a GPU, the check runs your file on CPU tensors, through Triton's interpreter, with the triton installed
+here; the course grades on its GPU with its own triton ({triton_line}). Two things fail here although they may
+pass there, and the check says so in each failing test instead of printing Triton's error:
+
+* an API the installed triton lacks, or that its interpreter cannot run: block pointers (`tl.make_block_ptr`,
+  `tl.advance`) were removed in triton 3.9 and exist in 3.6 (`tl.make_block_ptr is not in triton 3.9.0
+  (installed here); the course's GPU runs triton 3.6.0, where it exists: this check cannot grade it here`), and
+  `tl.inline_asm_elementwise` runs on a GPU only. Write the kernel with pointer arithmetic (offsets from
+  `tl.arange`, a mask for the edges) to have it checked here;
+* an `assert` that asks for CUDA tensors (`assert x.is_cuda`, `assert x.device.type == "cuda"`): the tensors
+  here are CPU tensors, so it fails every case. Remove such asserts; on the GPU the inputs are CUDA tensors anyway.
 
 ## The tasks
 

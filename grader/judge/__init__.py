@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from grader.config import OutputSpec, TaskSpec
-from grader.judge import provenance
+from grader.judge import known_errors, provenance
 from grader.protocol import Kind, RecordStream, WorkerRun, guards, torch_ops
 
 DTYPES = {"int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
@@ -62,7 +62,8 @@ LOAD_TEXT = 2000
 
 def check_load(load: object) -> dict:
     """A LOAD record as the worker makes it, or ValueError: {"ok": bool, "kernels": {name: {"kind": str,
-    "configs": [str]}}, "torch_ops": [dict], "error"/"traceback": str, "where": [str], "sandbox": {str: str}}."""
+    "configs": [str]}}, "torch_ops": [dict], "error"/"traceback": str, "where": [str], "sandbox": {str: str},
+    "error_kind"/"api": str (grader/protocol/known_errors.py)}."""
     if not isinstance(load, dict) or not isinstance(load.get("ok"), bool):
         raise ValueError("the load report has an unexpected shape")
     kernels = load.get("kernels")
@@ -71,7 +72,8 @@ def check_load(load: object) -> dict:
             and isinstance(v.get("configs"), list) and all(isinstance(c, str) for c in v["configs"])
             for k, v in kernels.items()):
         raise ValueError("the load report's kernels have an unexpected shape")
-    for name, kind in (("torch_ops", list), ("where", list), ("sandbox", dict), ("error", str), ("traceback", str)):
+    for name, kind in (("torch_ops", list), ("where", list), ("sandbox", dict), ("error", str), ("traceback", str),
+                       ("error_kind", str), ("api", str)):
         if name in load and not isinstance(load[name], kind):
             raise ValueError(f"the load report's {name} has an unexpected shape")
     if not all(isinstance(w, str) for w in load.get("where") or []) or \
@@ -557,17 +559,35 @@ def replays(spec: OutputSpec, got: torch.Tensor, ref: torch.Tensor, graded_ref: 
     return bad * 2 >= int(bad_values(spec, graded_ref.to(ref.dtype), ref)[0].sum())
 
 
+def _where(record: dict) -> str:
+    where = record.get("where")
+    return "; ".join(w for w in where if isinstance(w, str)) if isinstance(where, list) else ""
+
+
+def error_problem(record: dict, device: str, tritons: known_errors.Tritons | None = None) -> str:
+    """What a call (or the import) that raised tells the student: for a known error (grader/judge/known_errors.py)
+    the grader's own words, else the error's text, bounded, with the submission's lines it went through."""
+    tritons = tritons or known_errors.Tritons()
+    where = _where(record)
+    missing = known_errors.unsupported_api(record, tritons, where)
+    if missing:
+        return missing
+    first, *rest = _error_text(str(record["error"])).splitlines() or ["an exception"]
+    note = known_errors.cuda_assert_note(record, device)
+    return f"raised {first}" + (f" ({where})" if where else "") + "".join("\n" + r for r in rest) + \
+        (f"\n{note}" if note else "")
+
+
 def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: list[str],
               memo: dict | None = None, import_ops: list | None = None,
-              twin_of: CaseData | None = None) -> list[str]:
+              twin_of: CaseData | None = None, tritons: known_errors.Tritons | None = None) -> list[str]:
     """Every problem of one call (one case under one config); empty when it is right. `memo` keeps the value
     checks of outputs shared by several runs (one tensor object), so each is judged once. `twin_of`: `case` is
-    that case's twin, and an output's values fail only as a replay's would (`replays`)."""
+    that case's twin, and an output's values fail only as a replay's would (`replays`). `tritons`: the releases
+    a known error's message names."""
     memo = {} if memo is None else memo
     if run.get("error"):
-        where = "; ".join(run.get("where") or [])
-        first, *rest = _error_text(str(run["error"])).splitlines() or ["an exception"]
-        return [f"raised {first}" + (f" ({where})" if where else "") + "".join("\n" + r for r in rest)]
+        return [error_problem(run, device, tritons)]
     problems = []
     outputs = run.get("outputs")
     if not isinstance(outputs, list):
@@ -713,7 +733,8 @@ def input_names(task: TaskSpec, case: CaseData) -> list[str]:
     return names
 
 
-def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResults, device: str) -> Verdict:
+def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResults, device: str,
+               tritons: known_errors.Tritons | None = None) -> Verdict:
     runs, why = results.case_runs(index, case.id)
     if runs is None:
         return Verdict(False, why, staff=results.log[-4000:])
@@ -728,14 +749,16 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
         return Verdict(False, "the worker recorded no run of this case (garbled result)")
     twin_failed = None
     if case.twin is not None:
-        problems = twin_problems(task, case, runs, twins, device, names, (results.load or {}).get("torch_ops"))
+        problems = twin_problems(task, case, runs, twins, device, names, (results.load or {}).get("torch_ops"),
+                                 tritons)
         if problems:
             twin_failed = ("the twin", problems, twins[0] if twins else runs[0])
             if twins and twins[0].get("traceback"):
                 staff.append(twins[0]["traceback"])
     for run in runs:
         try:
-            problems = check_run(task, case, run, device, names, memo, (results.load or {}).get("torch_ops"))
+            problems = check_run(task, case, run, device, names, memo, (results.load or {}).get("torch_ops"),
+                                 tritons=tritons)
         except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
             problems = [f"the worker's record of this call is garbled ({type(exc).__name__}: {exc})"]
         if run.get("fatal"):
@@ -790,14 +813,14 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
 
 
 def twin_problems(task: TaskSpec, case: CaseData, runs: list[dict], twins: list[dict], device: str,
-                  names: list[str], import_ops: list | None) -> list[str]:
+                  names: list[str], import_ops: list | None, tritons: known_errors.Tritons | None = None) -> list[str]:
     """The provenance check of one case: its twin's call judged as any call (against the oracle's answer for the
     twin's inputs), and the two recorded calls compared (grader/judge/provenance.py)."""
     if len(twins) != 1:
         return ["the worker's record of this case holds no call of its twin (garbled result)"]
     twin = twins[0]
     try:
-        problems = check_run(task, case.twin, twin, device, names, {}, import_ops, twin_of=case)
+        problems = check_run(task, case.twin, twin, device, names, {}, import_ops, twin_of=case, tritons=tritons)
         index = twin.get("config_index")
         graded = next((r for r in runs if r.get("config_index") == index and "provenance" in r), None)
         if graded is None or "provenance" not in twin:

@@ -32,12 +32,14 @@ from grader.config import CourseConfig, TaskSpec
 from grader.gates import static
 from grader.isolation.runner import ForkClient, JobSpec, run_shard, worker_env
 from grader.isolation.schedule import Scheduler
+from grader.judge.known_errors import Tritons
 from grader.pipeline import toolchain
 from grader.pipeline.oracle import Prepared
 from grader.pipeline.plan import launch_job, plan_shards, shard_cost
 from grader.pipeline.result import (
     GradingContext,
     Job,
+    environment,
     grader_failure,
     judge_job,
     judge_job_apart,
@@ -121,6 +123,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         judges = (cfg.judges if cfg.judges >= 0 else cores // 2) if len(jobs) > 1 else 0  # judge processes: below
         prepared = Prepared(device, tree, save_answers=bool(judges), audit=cfg.bounds, twins=cfg.provenance)
         contexts: list[tuple[Job, JobFolders, GradingContext]] = []
+        # what a known error's message names (grader/judge/known_errors.py): this side's triton, the course's
+        tritons = Tritons(installed=environment(device).get("triton") or "", course=cfg.toolchain.get("triton", ""))
         results: dict[int, TaskResult] = {}
         # Identical files for one task are graded once: every later copy gets the first one's result under its
         # own name (`reused`), and its staff JSON says whose run it was.
@@ -137,7 +141,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 if same != n:
                     copies.setdefault(same, []).append(n)
                     contexts.append((job, folders, GradingContext(job.task, device, static.StaticReport(), [],
-                                                                  None, backend)))
+                                                                  None, backend, tritons)))
                     continue
                 t_static = time.perf_counter()
                 report = static.check_source(source.decode(errors="replace"), job.task,
@@ -153,7 +157,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             except Exception as exc:  # noqa: BLE001 - this job's failure, not the class's
                 results[n] = grader_failure(job, device, exc)
                 report, cases = static.StaticReport(), []
-            contexts.append((job, folders, GradingContext(job.task, device, report, cases, None, backend)))
+            contexts.append((job, folders, GradingContext(job.task, device, report, cases, None, backend, tritons)))
         later = {d for ds in copies.values() for d in ds}
         per_task = {t: sum(1 for n, (j, _, _) in enumerate(contexts) if j.task.id == t and n not in later)
                     for t in {j.task.id for j, _, _ in contexts}}
@@ -203,7 +207,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 else:
                     judging[judge_pool.submit(judge_job_apart, job, folders, ctx.static, device, runs[n], backend,
                                               prepared.case_paths(job.task), tree.answers_file(job.task.id),
-                                              staff_records.get(n))] = n
+                                              staff_records.get(n), ctx.tritons)] = n
             except Exception as exc:  # noqa: BLE001
                 done(n, grader_failure(job, device, exc, runs[n]))
 

@@ -25,8 +25,9 @@ from grader import judge
 from grader.config import AUTOTUNE_TEST, GATES, TaskSpec
 from grader.gates import static
 from grader.gates.notebook import Extraction, Notebook, is_notebook
-from grader.judge import speed
+from grader.judge import known_errors, speed
 from grader.judge.diagnosis import diagnose
+from grader.judge.known_errors import Tritons
 from grader.protocol import (
     JobFolders,
     WorkerRun,
@@ -71,7 +72,7 @@ def judge_job(job: Job, folders: JobFolders, ctx: GradingContext, runs: list[Wor
 
 def judge_job_apart(job: Job, folders: JobFolders, report: static.StaticReport, device: str,
                     runs: list[WorkerRun], backend: str, case_files: dict[int, Path], answers: Path,
-                    staff_records: Path | None = None) -> TaskResult:
+                    staff_records: Path | None = None, tritons: Tritons | None = None) -> TaskResult:
     """`judge_job` in a judge process of a pool: it reads the inputs the workers got and the oracle's answers
     (once per task and process). Like the main process, it never imports a submission."""
     try:
@@ -93,7 +94,7 @@ def judge_job_apart(job: Job, folders: JobFolders, report: static.StaticReport, 
             _JUDGE_CASES[key] = cases
     except Exception as exc:  # noqa: BLE001
         return grader_failure(job, device, exc, runs)
-    ctx = GradingContext(job.task, device, report, _JUDGE_CASES[key], None, backend)
+    ctx = GradingContext(job.task, device, report, _JUDGE_CASES[key], None, backend, tritons or Tritons())
     return judge_job(job, folders, ctx, runs, staff_records)
 
 
@@ -208,6 +209,8 @@ class GradingContext:
     cases: list[judge.CaseData]
     results: judge.WorkerResults | None
     backend: str = "local"
+    tritons: Tritons = field(default_factory=Tritons)
+    """The triton grading here and the course's: what a known error's message names (grader/judge/known_errors.py)."""
     _verdicts: dict[int, judge.Verdict] = field(default_factory=dict)
 
     def _not_run(self) -> str | None:
@@ -216,10 +219,16 @@ class GradingContext:
                 return "not run"
             if self.results.problem:
                 return self.results.problem
-            if not self.results.load.get("ok"):
-                where = "; ".join(self.results.load.get("where") or [])
-                err = str(self.results.load.get("error", "unknown error")).splitlines()[0]
-                return f"not run: importing the submission failed: {err}" + (f" ({where})" if where else "")
+            load = self.results.load
+            if not load.get("ok"):
+                where = "; ".join(load.get("where") or [])
+                missing = known_errors.unsupported_api(load, self.tritons, where)
+                if missing:
+                    return f"not run: importing the submission failed: {missing}"
+                err = str(load.get("error", "unknown error")).splitlines()[0]
+                note = known_errors.cuda_assert_note(load, self.device)
+                return f"not run: importing the submission failed: {err}" + (f" ({where})" if where else "") + \
+                    (f"\n{note}" if note else "")
             return None
         gate = "imports" if self.static.imports else "signatures"
         problems = self.static.imports or self.static.signatures
@@ -269,7 +278,7 @@ class GradingContext:
             if self.results and self.results.load:
                 staff = self.results.load.get("traceback", "")
             return judge.Verdict(False, why, staff=staff)
-        return judge.judge_case(self.task, index, self.cases[index], self.results, self.device)
+        return judge.judge_case(self.task, index, self.cases[index], self.results, self.device, self.tritons)
 
 
     def perf_verdict(self, index: int) -> judge.Verdict:

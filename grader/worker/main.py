@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from grader.protocol import GpuGate, Kind, RecordWriter, WorkerJob, guards
-from grader.worker import sandbox
+from grader.worker import known_errors, sandbox
 from grader.worker.address_check import BoundsAudit, submission_line
 from grader.worker.address_check import intact as bounds_intact
 from grader.worker.gpu_compile import CompileCheck
@@ -256,6 +256,7 @@ def _error_record(exc: BaseException, path: str) -> dict:
         "error": text,
         "where": _student_frames(exc, path)[-3:],
         "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:],
+        **known_errors.classify(exc, path),  # a kind the judge words itself (grader/protocol/known_errors.py)
     }
 
 
