@@ -17,6 +17,7 @@ def generate_input(
     bias: bool,
     seed: int,
     dist: str = "uniform",
+    bias_dist: str = "normal",
 ) -> tuple[list, dict]:
     """x_q (B, IN) int8, x_scale (1,) fp32, w_q (IN, OUT) int8, w_scale (OUT,) or (1,) fp32[, bias (OUT,) fp16].
 
@@ -25,6 +26,12 @@ def generate_input(
     dist="saturated": codes in [100, 127], all positive, so every accumulator is about 12800 * IN (beyond 2^24,
     and far beyond fp16's range, for IN in the thousands); the weight scales shrink by sqrt(IN) to keep Y near 3.
     Without a bias the argument is left out, so the entry's default (None) is used.
+    bias_dist="normal": the bias is standard normal.
+    bias_dist="cancel": the bias nearly cancels row 0 of acc * alpha: bias = fp16(-(acc * alpha)[0] + u), u uniform
+    in [0, 0.5), so y[0] is small (in about [-0.004, 0.504]) while acc * alpha is of size ~3 to ~15. Only the order
+    of the epilogue then shows: fp16(acc * alpha + bias) is off by at most half an ulp of y (2^-13 below 0.5), but
+    fp16(fp16(acc * alpha) + bias) keeps the rounding error of acc * alpha, 2^-8 for |acc * alpha| in [8, 16)
+    (against a tolerance of ~1.0e-3 to 1.5e-3 at these y). Meant for B = 1 (later rows are not cancelled).
     """
     g = generator(seed)
     if dist == "uniform":
@@ -42,8 +49,14 @@ def generate_input(
     n_w = OUT if per_channel else 1
     w_scale = w_base * (0.5 + torch.rand(n_w, generator=g))
     args = [x_q, x_scale.float(), w_q, w_scale.float()]
-    if bias:
+    if bias and bias_dist == "normal":
         args.append(torch.randn(OUT, generator=g).to(torch.float16))
+    elif bias and bias_dist == "cancel":
+        scaled = (x_q[0].double() @ w_q.double()) * (x_scale.float().double() * w_scale.float().double())
+        u = 0.5 * torch.rand(OUT, generator=g, dtype=torch.float64)
+        args.append((u - scaled).to(torch.float16))
+    elif bias:
+        raise ValueError(f"unknown bias_dist {bias_dist!r}")
     return args, {"per_channel": bool(per_channel)}
 
 

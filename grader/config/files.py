@@ -125,6 +125,9 @@ class OutputFile(_File):
 class WrongFile(_File):
     why: str = ""
     fails: list[str] = Field(description="the tests it must fail (globs, `!name` excepts)")
+    fails_on: dict[Device, list[str]] = Field(
+        default_factory=dict, description="more tests it must fail on one device only (a case whose `cpu:` sizes "
+        "hide the mistake there)")
     diagnosis: str | None = Field(None, description="text its result's diagnosis line must contain (selftest)")
 
 

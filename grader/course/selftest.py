@@ -21,7 +21,7 @@ def expectation(job_kind: str, task: TaskSpec, name: str, device: str) -> set[st
     if job_kind == "skeleton":
         want = set(task.test_names) - {"imports", "signatures"}
     else:
-        want = task.wrong[name].expected_failures(task.test_names)
+        want = task.wrong[name].expected_failures(task.test_names, device)
     return want - task.not_run_on(device)
 
 
