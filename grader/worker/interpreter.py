@@ -10,6 +10,7 @@
   triton 3.9 refuses it.
 - `patch_language_dot_accumulator`: `tl.dot(a, b, acc)` refused without `out_dtype` for an accumulator that is not
   float32, as triton 3.6 refuses it, where triton 3.9 accepts it.
+- `patch_language_load_hints`: a load with both a cache modifier and an eviction policy refused, as ptxas refuses it.
 - `patch_interpreter_numerics`: an FMA where the compiler contracts `a * b + c`, saturating float-to-int casts,
   float32 to bfloat16 rounded to nearest even, `rtz` downcasts that saturate.
 - `patch_interpreter_nested_calls`: the language patched once per launch, not once per call of a jit function
@@ -37,8 +38,45 @@ def patch_interpreter() -> dict:
     patch_interpreter_minmax()
     patch_language_rank0_index()
     patch_language_dot_accumulator()
+    patch_language_load_hints()
     patch_interpreter_numerics()
     return originals
+
+
+LOAD_HINTS_REFUSED = ({".cg", ".cv"}, {"evict_first", "evict_last"})
+"""A load's cache modifier and L1 eviction policy that cannot go together: PTX's `ld` takes either a cache operator
+(`.cg`...) or an eviction priority (`.L1::evict_last`...), in two separate forms, and ptxas refuses the pair
+(conformance/constructs.py: `.cg` with `evict_last` on the H200)."""
+
+
+def patch_language_load_hints() -> bool:
+    """Refuse `tl.load(..., cache_modifier=".cg", eviction_policy="evict_last")` (and the other pairs of
+    `LOAD_HINTS_REFUSED`) as the GPU's assembler does, where the interpreter ignored both hints and graded the
+    kernel. Returns whether it patched."""
+    import triton.language as tl
+
+    core = tl.core
+    original = core.load
+    if getattr(original, "_grader_patched", False):
+        return False
+
+    @core.builtin
+    def load(*args, _semantic=None, **kwargs):
+        names = ("pointer", "mask", "other", "boundary_check", "padding_option", "cache_modifier", "eviction_policy")
+        given = dict(zip(names, args)) | kwargs
+        modifier = core._unwrap_if_constexpr(given.get("cache_modifier", ""))
+        policy = core._unwrap_if_constexpr(given.get("eviction_policy", ""))
+        if modifier in LOAD_HINTS_REFUSED[0] and policy in LOAD_HINTS_REFUSED[1]:
+            raise ValueError(f"tl.load with cache_modifier={modifier!r} and eviction_policy={policy!r}: the GPU's "
+                             "assembler (ptxas) refuses a load with both a cache operator and an eviction priority; "
+                             "keep one of the two")
+        return original(*args, _semantic=_semantic, **kwargs)
+
+    load._grader_patched = True
+    load.__doc__ = original.__doc__
+    core.load = load
+    tl.load = load
+    return True
 
 
 def patch_language_dot_accumulator() -> bool:
@@ -587,6 +625,18 @@ def _language_holders() -> list:
     return list({id(h): h for h in found if h is not None}.values())
 
 
+def align_language() -> None:
+    """The patches that make the installed triton.language read a kernel as the course's toolchain (triton 3.6)
+    does, for the interpreter and for the compiler alike: `patch_language_rank0_index`,
+    `patch_language_dot_accumulator`, `patch_language_load_hints`. Made when this module is imported, before
+    `PRISTINE` is taken, so that the GPU compile check (grader/worker/gpu_compile.py), which puts the language back
+    as it was then, compiles with them too. Each changes nothing under a triton that already reads it so."""
+    patch_language_rank0_index()
+    patch_language_dot_accumulator()
+    patch_language_load_hints()
+
+
+align_language()
 PRISTINE = [(h, dict(vars(h))) for h in _language_holders()]
 """triton.language's objects as imported (the fork server imports this module before any kernel runs)."""
 
