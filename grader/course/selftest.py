@@ -44,9 +44,13 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
     print(f"selftest: {len(jobs)} files on {device}", flush=True)
     by_path = {str(j.submission): k for j, k in zip(jobs, kinds)}
     bad = []
+    stages: dict[str, float] = {}
 
     def check(result: TaskResult) -> None:
         kind, task, name = by_path[result.submission]
+        for stage, seconds in ((result.staff or {}).get("stages") or {}).items():
+            if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+                stages[stage] = stages.get(stage, 0.0) + seconds
         want = expectation(kind, task, name, device)
         got = set(result.failed)
         not_run = task.not_run_on(device)
@@ -80,5 +84,8 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
     start = time.monotonic()
     grade_jobs(jobs, cfg, device, workers, on_result=check)
     print(f"selftest took {time.monotonic() - start:.1f} s on {device}")
+    if stages:  # where the time went, summed over the files (staff JSON `stages`: core-seconds, and some walls)
+        print("selftest stages (s, all files): " + ", ".join(
+            f"{name} {seconds:.0f}" for name, seconds in sorted(stages.items(), key=lambda kv: -kv[1])), flush=True)
     print(f"selftest: {len(jobs) - len(bad)} passed, {len(bad)} failed", flush=True)
     return 1 if bad else 0
