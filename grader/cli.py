@@ -118,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "tasks":
         for t in tasks.values():
             print(f"{t.id:40} {t.points:5g} pts  {len(t.cases):3} cases  {t.title}")
-        return 0
+        for name in broken:
+            print(f"{name:40} BROKEN (above)")
+        return 1 if broken else 0
     if args.command == "similarity":
         from grader.course.similarity import THRESHOLD, similarity_report
 
@@ -270,8 +272,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "selftest":
         from grader.course.selftest import selftest
 
+        unknown = [t for t in args.task or [] if t not in tasks and t not in broken]
+        if unknown:
+            print(f"selftest: no task {', '.join(map(repr, unknown))}; known: {', '.join(sorted(tasks))}",
+                  file=sys.stderr)
+            return 2
+        named_broken = [t for t in broken if not args.task or t in args.task]
         code = selftest(tasks, cfg, device, args.task, args.workers, staff=args.staff)
-        return 1 if broken and not args.task else code
+        if named_broken:  # a task that drops out of the selftest fails it: CI must not stay green without it
+            print(f"selftest: FAILED, {len(named_broken)} task(s) broken and not tested: {', '.join(named_broken)}",
+                  file=sys.stderr)
+            return 1
+        return code
     return 2
 
 

@@ -238,3 +238,30 @@ def test_a_wrong_file_may_fail_more_tests_on_one_device():
     assert wrong.expected_failures(task.test_names) == common
     assert wrong.expected_failures(task.test_names, "cpu") == common
     assert wrong.expected_failures(task.test_names, "cuda") == common | {"large_pc_bias", "speed_vs_compile"}
+
+
+def _with_a_broken_task(monkeypatch):
+    """The CLI's task discovery with one more task folder whose task.yaml does not load."""
+    import grader.cli as cli
+
+    real = cli.discover_tasks
+
+    def discover(*args, **kwargs):
+        tasks, broken = real(*args, **kwargs)
+        return tasks, {**broken, "99_broken": "tasks/99_broken/task.yaml: case 'n1': unknown key 'sizez'"}
+
+    monkeypatch.setattr(cli, "discover_tasks", discover)
+    return cli
+
+
+def test_selftest_and_tasks_fail_on_a_broken_task_or_an_unknown_id(monkeypatch, capsys):
+    """A task that drops out must fail CI: before, `selftest --task` of a broken or unknown task printed `0 passed,
+    0 failed` and exited 0, and `tasks` exited 0 with a broken task."""
+    cli = _with_a_broken_task(monkeypatch)
+    assert cli.main(["tasks"]) == 1
+    assert "99_broken" in capsys.readouterr().out
+    assert cli.main(["selftest", "--device", "cpu", "--task", "no_such_task"]) == 2
+    assert "no task 'no_such_task'" in capsys.readouterr().err
+    assert cli.main(["selftest", "--device", "cpu", "--task", "99_broken"]) == 1
+    captured = capsys.readouterr()
+    assert "nothing was tested" in captured.out and "broken and not tested: 99_broken" in captured.err

@@ -88,4 +88,7 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
         print("selftest stages (s, all files): " + ", ".join(
             f"{name} {seconds:.0f}" for name, seconds in sorted(stages.items(), key=lambda kv: -kv[1])), flush=True)
     print(f"selftest: {len(jobs) - len(bad)} passed, {len(bad)} failed", flush=True)
+    if not jobs:
+        print("selftest: nothing was tested", flush=True)
+        return 1
     return 1 if bad else 0
