@@ -1,6 +1,7 @@
 # make setup  .venv with torch (CPU build where none is installed), triton, the test tools, and the grader as the
 #             `triton-grader` command (EXTRAS="plots ray" for the Ray backend; TORCH_INDEX: see scripts/setup_venv.sh)
-# make test   the grader's own tests, lint, and the selftest of every task on the CPU interpreter
+# make test   lint, every task checked (tasks --check), the grader's own tests, and the selftest of every task
+#             on the CPU interpreter
 # make grade  grade the demo class in submissions/ into results/
 PYTHON := .venv/bin/python
 DEVICE ?= auto
@@ -18,6 +19,7 @@ lint: .venv/.ready
 
 test: export EXTRAS = plots ray
 test: .venv/.ready lint
+	$(PYTHON) -m grader tasks --check
 	$(PYTHON) -m pytest tests -q
 	$(PYTHON) -m grader selftest --device cpu
 

@@ -72,7 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("selftest", help="solutions earn full marks, skeletons 0, wrong/ files fail what they declare")
     s.add_argument("--task", action="append", help="only these tasks (repeatable)")
     _common(s)
-    sub.add_parser("tasks", help="list the tasks found in tasks/")
+    t = sub.add_parser("tasks", help="list the tasks found in tasks/ (--check: what an author got wrong)")
+    t.add_argument("--check", action="store_true", help="import each reference, make each case's inputs, match "
+                   "each wrong file's fails: patterns against the task's tests")
+    t.add_argument("--staff", action="store_true", help="with --check: tracebacks too")
     r = sub.add_parser("release", help="write the student kit of a homework: no solution, no wrong/, no hidden case")
     r.add_argument("--homework", required=True, help="homework id from config.yaml")
     r.add_argument("--out", type=Path, required=True, help="a new folder for the kit")
@@ -115,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
+    if args.command == "tasks" and args.check:
+        from grader.course.taskcheck import check_tasks
+
+        return check_tasks(tasks, broken, staff=args.staff)
     if args.command == "tasks":
         for t in tasks.values():
             print(f"{t.id:40} {t.points:5g} pts  {len(t.cases):3} cases  {t.title}")

@@ -265,3 +265,25 @@ def test_selftest_and_tasks_fail_on_a_broken_task_or_an_unknown_id(monkeypatch, 
     assert cli.main(["selftest", "--device", "cpu", "--task", "99_broken"]) == 1
     captured = capsys.readouterr()
     assert "nothing was tested" in captured.out and "broken and not tested: 99_broken" in captured.err
+
+
+def test_tasks_check_finds_what_an_author_got_wrong(task10, capsys):
+    """`tasks --check`: a reference that does not import, a dtype torch lacks, a `fails:` pattern that matches no
+    test (before, each surfaced only while grading, or never: a pattern with a typo declares nothing)."""
+    import dataclasses
+
+    from grader.config import WrongSpec
+    from grader.course.taskcheck import check_tasks, task_problems
+
+    assert task_problems(task10) == []
+    typo = dataclasses.replace(task10, id="10_typo", reference="no_such_reference",
+                               outputs=[dataclasses.replace(task10.outputs[0], dtype="int9")],
+                               wrong={**task10.wrong, "extra.py": WrongSpec(file="extra.py", why="a typo",
+                                                                            fails=["n1_fp99*", "!n127_fp16"])})
+    problems = "\n".join(task_problems(typo))
+    assert "reference 'no_such_reference' does not import: ModuleNotFoundError" in problems
+    assert "dtype 'int9' is not a torch dtype" in problems
+    assert "wrong/extra.py: pattern 'n1_fp99*' matches none of the task's tests" in problems
+    assert "'!n127_fp16'" not in problems  # an exclusion of a real test is fine
+    assert check_tasks({"10_typo": typo}, {}) == 1 and check_tasks({task10.id: task10}, {}) == 0
+    assert "FAIL 10_typo" in capsys.readouterr().out
