@@ -10,7 +10,10 @@ import pytest
 from grader.config import load_config
 from grader.pipeline.grading import Job, grade_jobs
 
-ray = pytest.importorskip("ray", reason="the Ray backend needs ray (make test installs it)")
+if os.environ.get("GRADER_TESTS_NEED_RAY") == "1":  # make test: the Ray tests run, never skip in silence
+    import ray
+else:
+    ray = pytest.importorskip("ray", reason="the Ray backend needs ray (make test installs it)")
 
 
 @pytest.fixture(scope="module")
