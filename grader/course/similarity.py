@@ -62,6 +62,7 @@ import keyword
 import os
 import re
 import tokenize
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,7 +154,9 @@ def _bound(source: str) -> _Bound:
     attributes: set[str] = set()
     parameters: set[str] = set()
     try:
-        tree = ast.parse(source)
+        with warnings.catch_warnings():  # a student's `1if x` warns (SyntaxWarning): their text, not the TA's console
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # also too deep for Python's parser
         return _Bound(frozenset(), frozenset(), frozenset())
     for node in ast.walk(tree):
@@ -183,19 +186,21 @@ def _raw_tokens(source: str) -> list[tokenize.TokenInfo]:
     stops tokenizing (a syntax error) keeps what came before the error."""
     out: list[tokenize.TokenInfo] = []
     depth = 0
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type in _FSTRING_START:
-                if depth == 0:
-                    out.append(tok._replace(type=tokenize.STRING))
-                depth += 1
-            elif tok.type in _FSTRING_END:
-                depth -= 1
-            elif depth == 0 and tok.type not in (tokenize.NL, tokenize.COMMENT, tokenize.ENCODING,
-                                                 tokenize.ENDMARKER):
-                out.append(tok)
-    except (tokenize.TokenError, SyntaxError):
-        pass
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a student's `1if x` warns (SyntaxWarning): their text, not the console
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+                if tok.type in _FSTRING_START:
+                    if depth == 0:
+                        out.append(tok._replace(type=tokenize.STRING))
+                    depth += 1
+                elif tok.type in _FSTRING_END:
+                    depth -= 1
+                elif depth == 0 and tok.type not in (tokenize.NL, tokenize.COMMENT, tokenize.ENCODING,
+                                                     tokenize.ENDMARKER):
+                    out.append(tok)
+        except (tokenize.TokenError, SyntaxError):
+            pass
     return out
 
 
