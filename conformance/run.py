@@ -112,7 +112,6 @@ def ulp_distance(a, b):
 
 def agree(gpu: dict, cpu: dict, ulps: int, rel: float = 0.0) -> tuple[bool, str]:
     """Whether the interpreter's result for a construct agrees with the GPU's, and a short account."""
-    import torch
     if "error" in gpu or "error" in cpu:
         if "error" in gpu and "error" in cpu:
             return True, "both refuse"
@@ -148,7 +147,6 @@ def agree(gpu: dict, cpu: dict, ulps: int, rel: float = 0.0) -> tuple[bool, str]
         i = int(diff.nonzero()[0])
         return False, (f"output {k}: {int(diff.sum())} of {a.numel()} elements differ; at {i}: GPU "
                        f"{a.view(-1)[i].item()!r}, interpreter {b.view(-1)[i].item()!r}")
-    del torch
     if worst_rel:
         return True, f"within {worst_rel:.2g} of the largest value (allowed {rel:g})"
     return True, f"within {worst} ulps" if worst else "bit for bit"

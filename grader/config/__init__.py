@@ -152,6 +152,12 @@ class WrongSpec:
                 if any(fnmatch.fnmatchcase(t, p) for p in include)
                 and not any(fnmatch.fnmatchcase(t, p) for p in exclude)}
 
+    def unmatched(self, test_names: list[str]) -> list[str]:
+        """Its patterns (`fails` and every device's `fails_on`, exclusions too) that match none of `test_names`: a
+        typo that declares nothing (`tasks --check`)."""
+        patterns = [*self.fails, *(p for device in sorted(self.fails_on) for p in self.fails_on[device])]
+        return [p for p in patterns if not any(fnmatch.fnmatchcase(t, p.removeprefix("!")) for t in test_names)]
+
 
 @dataclass(frozen=True)
 class PerfTest:

@@ -9,14 +9,12 @@ would otherwise declare nothing, and the file's mistake would go unproven).
 
 from __future__ import annotations
 
-import fnmatch
-import importlib
-import sys
 import traceback
 
 import torch
 
-from grader.config import ROOT, TaskSpec
+from grader.config import TaskSpec
+from grader.pipeline.oracle import Prepared
 
 
 def task_problems(task: TaskSpec, staff: bool = False) -> list[str]:
@@ -27,11 +25,9 @@ def task_problems(task: TaskSpec, staff: bool = False) -> list[str]:
         text = f"{what}: {type(exc).__name__}: {exc}"
         problems.append(text + ("\n" + traceback.format_exc() if staff else ""))
 
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     module = None
     try:
-        module = importlib.import_module(f"reference.{task.reference}")
+        module = Prepared._oracle(task)  # as the grading imports it
     except Exception as exc:  # noqa: BLE001 - any import failure is the author's to see
         failed(f"reference '{task.reference}' does not import", exc)
     for name in ("generate_input", "ref_kernel"):
@@ -56,11 +52,8 @@ def task_problems(task: TaskSpec, staff: bool = False) -> list[str]:
                     problems.append(f"case {case.id}: output {out.name}'s dtype '{out.dtype}' names no tensor "
                                     f"argument ({len(args)} arguments)")
     for name, wrong in sorted(task.wrong.items()):
-        patterns = [*wrong.fails, *(p for device in sorted(wrong.fails_on) for p in wrong.fails_on[device])]
-        for pattern in patterns:
-            bare = pattern.removeprefix("!")
-            if not any(fnmatch.fnmatchcase(t, bare) for t in task.test_names):
-                problems.append(f"wrong/{name}: pattern '{pattern}' matches none of the task's tests")
+        problems += [f"wrong/{name}: pattern '{pattern}' matches none of the task's tests"
+                     for pattern in wrong.unmatched(task.test_names)]
     return problems
 
 

@@ -36,9 +36,7 @@ def patch_interpreter() -> dict:
     patch_interpreter_scalars()
     patch_interpreter_nested_calls()
     patch_interpreter_minmax()
-    patch_language_rank0_index()
-    patch_language_dot_accumulator()
-    patch_language_load_hints()
+    align_language()  # made at import already; again here in case a caller restored the language since
     patch_interpreter_numerics()
     return originals
 
