@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 
 from grader.config import ROOT, ConfigError, discover_tasks, load_config
-from grader.gates.intake import IntakeError, read_submitted, scan, shown, student_id
+from grader.gates.intake import IntakeError, read_submitted, shown, student_id, task_files
 from grader.gates.notebook import Notebook, NotebookFolder, is_notebook
 from grader.pipeline.grading import Job, TaskResult, grade_jobs, resolve_device
 from grader.pipeline.result import refused_result
@@ -205,23 +205,21 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)
                 failed.add(student)
                 continue
-            listed = scan(folder)  # no link followed (grader/gates/intake.py)
-            for rel in sorted([*listed.files, *listed.links]):
-                if rel.suffix != ".py" or rel.stem not in tasks:
-                    continue
+            # Which file counts for a task, and what is said of the rest: the rule batch and Gradescope's run share
+            # (grader/gates/intake.py `task_files`; no link followed).
+            decided = task_files(folder, list(tasks))
+            for task_id, rel in decided.files.items():
                 try:
-                    jobs.append(Job(tasks[rel.stem], folder / rel, student, read_submitted(folder, rel)))
+                    jobs.append(Job(tasks[task_id], folder / rel, student, read_submitted(folder, rel)))
                 except IntakeError as exc:  # a link, not a regular file, too large: 0 points, and why
-                    refused.append(refused_result(tasks[rel.stem], student, str(folder / rel), device, str(exc)))
+                    refused.append(refused_result(tasks[task_id], student, str(folder / rel), device, str(exc)))
                     failed.add(student)
-            unknown = [shown(p.name) for p in listed.files if p.suffix == ".py" and p.stem not in tasks]
-            if unknown:
-                print(escape.terminal(f"{shown(folder)}: ignored (no task of that name): {', '.join(unknown)}"),
-                      file=sys.stderr)
+            for note in decided.notes + (["holds no file: nothing was handed in"] if decided.empty else []):
+                print(escape.terminal(f"{shown(folder)}: {note}"), file=sys.stderr)
             # A notebook submits every task it defines that has no <task_id>.py here (grader/gates/notebook.py).
-            notebooks = NotebookFolder(folder)
+            notebooks = NotebookFolder(folder, deep=True)
             for task in tasks.values():
-                found = None if os.path.lexists(folder / f"{task.id}.py") else notebooks.for_task(task)
+                found = None if task.id in decided.files else notebooks.for_task(task)
                 if found:
                     jobs.append(Job(task, found[0], student, found[1].source, found[1]))
             for note in [*notebooks.notes, *notebooks.problems]:

@@ -374,3 +374,63 @@ def test_no_file_a_student_may_be_handed_tells_a_hidden_case(tmp_path, task10):
     shown = {t["name"].split(" / ")[1]: t for t in upload["tests"]}
     assert {n: shown[n]["visibility"] for n in failing} == {n: "hidden" for n in failing}
     assert all(failed[n].splitlines()[0] in shown[n]["output"] for n in failing)  # the upload keeps messages
+
+
+def test_every_decision_the_ta_did_not_make_is_said(setup, task10, tmp_path):
+    """Issue 47: on 1824752 each of these was decided in silence. A manifest row for `Ann` (the folder is `ann`)
+    left ann's file to its modification time, 383 days late, said only on ann's own line; `10_x (1).py` (a browser's
+    re-upload) beside `10_x.py`, a file in a subfolder, a zip, an empty folder and stray files were skipped with
+    no word, and three students got 0 and no results folder. Now each decision is in the console, in the
+    student's intake.json and results.json (with the tasks not submitted and an overall output, as Gradescope's
+    run writes it), and in summary.md."""
+    hw, cfg, root, out, tasks = setup
+    tid = task10.id
+    hw = dataclasses.replace(hw, tasks={tid: 2.0, "11_quantize_rowwise_int8": 3.0})
+    day = DEADLINE - dt.timedelta(days=1)
+    _submit(root, tid, 2.0, DEADLINE + dt.timedelta(days=383))  # ann: the manifest's row says "Ann"
+    for student in ("bob", "cat", "dan", "eve", "fay"):
+        (root / student).mkdir()
+    _submit(root, tid, 0.5, day, student="bob")
+    (root / "bob" / f"{tid} (1).py").write_text("# score: 2.0\n")
+    (root / "cat" / "hw4").mkdir()
+    (root / "cat" / "hw4" / f"{tid}.py").write_text("# score: 1.5\n")
+    (root / "dan" / "hw4.zip").write_bytes(b"PK\x03\x04")
+    _submit(root, tid, 2.0, day, student="fay")
+    (root / "fay" / "notes.txt").write_text("my notes")
+    (root / "fay" / "quantise_global.py").write_text("# score: 2.0\n")
+    manifest = tmp_path / "times.csv"
+    manifest.write_text("student,task,submitted_at\n" + "".join(
+        f"{s},{tid},2025-11-09T10:00:00+03:00\n" for s in ("Ann", "bob", "cat", "fay")))
+    said = []
+    rows = run_batch(root, hw, tasks, cfg, "cpu", out, grade=ScoredFakeGrader(), manifest=manifest,
+                     show=said.append)
+    console = "\n".join(said)
+    assert "times.csv:2: no student folder is named Ann; did you mean ann?" in console
+    assert f"ann: {tid}: the manifest has no row for you and this task" in console
+    assert f"bob: {tid} (1).py: not graded, no task is named {tid} (1); {tid}.py is the file graded for {tid}" \
+        in console
+    assert "dan: hw4.zip: not graded, an archive is never unpacked" in console
+    assert "eve: your folder holds no file" in console
+    assert "fay: not graded, not a task's .py nor a notebook: notes.txt" in console
+    assert f"fay: quantise_global.py: not graded, no task is named quantise_global; did you mean {tid}.py?" not in \
+        console  # fay's tid.py exists: the hint names the file graded instead
+    assert f"fay: quantise_global.py: not graded, no task is named quantise_global; {tid}.py is the file graded" \
+        in console
+    assert rows["cat"][tid] == 1.5  # a task's file in a subfolder is graded, as Gradescope's run grades it
+    assert rows["bob"][tid] == 0.5 and rows["ann"]["late"] == "yes"
+    ann = json.loads((out / "ann" / f"{tid}.json").read_text())
+    assert ann["time_source"] == "file time, no manifest row" and "by the file's modification time" in ann["late"]
+    for student, words in (("ann", "the manifest has no row"), ("bob", "(1).py: not graded"),
+                           ("dan", "an archive is never unpacked"), ("eve", "holds no file"), ("fay", "notes.txt")):
+        assert any(words in w for w in json.loads((out / student / "intake.json").read_text())), student
+        data = json.loads((out / student / "results.json").read_text())
+        assert any(t["name"] == "submission / intake" and words in t["output"].replace("\\", "")  # Markdown-escaped
+                   for t in data["tests"]), student
+        missing = [t for t in data["tests"] if t["name"] == "11_quantize_rowwise_int8 / file"]
+        assert len(missing) == 1 and missing[0]["max_score"] == 3.0 and "no file named" in missing[0]["output"]
+        assert "`11_quantize_rowwise_int8`: not submitted (0 / 3)" in data["output"]
+    assert "`10_quantize_global_int8`: 0 / " in json.loads((out / "ann" / "results.json").read_text())["output"]
+    summary = (out / "summary.md").read_text().split("## Decided by the grader")[1].replace("\\", "")  # Markdown
+    for words in ("times.csv:2: no student folder is named Ann", f"bob: {tid} (1).py: not graded", "dan: hw4.zip",
+                  "eve: your folder holds no file", f"ann: {tid}: 383 day(s) late"):
+        assert words in summary, words

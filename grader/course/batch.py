@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime as dt
+import difflib
 import hashlib
 import io
 import json
@@ -38,7 +39,7 @@ import grader
 from grader.config import ROOT, CourseConfig, Homework, TaskSpec
 from grader.course import gradescope, leaderboard
 from grader.course.ledger import Attempt, Ledger
-from grader.gates.intake import LINK_MESSAGE, IntakeError, read_submitted, shown, student_id
+from grader.gates.intake import LINK_MESSAGE, IntakeError, read_submitted, shown, student_id, task_files
 from grader.gates.notebook import Extraction, NotebookFolder
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
 from grader.pipeline.result import refused_result
@@ -89,8 +90,8 @@ def read_manifest(path: Path | None) -> dict[tuple[str, str], dt.datetime]:
     raises ManifestError, never another error. Student names are matched by their printable id
     (grader/gates/intake.py `student_id`), as the batch grades them."""
     if path is None:
-        return {}
-    times = {}
+        return ManifestTimes()
+    times = ManifestTimes()
     try:
         with path.open(newline="", encoding="utf-8", errors="strict") as f:
             reader = csv.DictReader(f)
@@ -109,10 +110,48 @@ def read_manifest(path: Path | None) -> dict[tuple[str, str], dt.datetime]:
                                         f"got {shown(when[:60])}") from None
                 if t.tzinfo is None:
                     raise ManifestError(f"{path}:{n}: submitted_at needs a UTC offset, e.g. +03:00")
-                times[(student_id(student), task)] = t
+                key = (student_id(student), task)
+                if key in times:  # the later row counts, as an LMS export lists a re-upload after the first one
+                    times.notes.append(f"{path.name}:{n}: a second row for {shown(key[0])} and {shown(task)} "
+                                       f"(the first is line {times.line[key]}): line {n} is used")
+                times[key] = t
+                times.line[key] = n
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ManifestError(f"{path}: cannot be read as a UTF-8 CSV ({type(exc).__name__}: {str(exc)[:100]})") from None
     return times
+
+
+class ManifestTimes(dict):
+    """(student, task) -> submission time, as read from the manifest; `line`: each key's line in the file, `notes`:
+    what the reader decided (a second row for the same file)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.line: dict[tuple[str, str], int] = {}
+        self.notes: list[str] = []
+
+
+def manifest_notes(times: dict, manifest: Path | None, students: list[str], hw: Homework) -> list[str]:
+    """For the TA: each manifest row that decides nothing, and why, with the folder or task it looks like (a row
+    for `Ann` when the folder is `ann` used to leave ann's file to its modification time, in silence)."""
+    notes = list(getattr(times, "notes", []))
+    where = manifest.name if manifest is not None else "manifest"
+    lines = getattr(times, "line", {})
+    known = set(students)
+    lower = {s.lower(): s for s in students}
+    for (student, task), _ in sorted(times.items(), key=lambda kv: lines.get(kv[0], 0)):
+        at = f"{where}:{lines[(student, task)]}" if (student, task) in lines else where
+        if student not in known:
+            guess = lower.get(student.lower()) or next(iter(difflib.get_close_matches(student, students, n=1,
+                                                                                      cutoff=0.6)), None)
+            hint = f"; did you mean {shown(guess)}?" if guess else "."
+            notes.append(f"{at}: no student folder is named {shown(student)}{hint} The row is not used "
+                         "(names match exactly)")
+        elif task not in hw.tasks:
+            guess = next(iter(difflib.get_close_matches(task, list(hw.tasks), n=1, cutoff=0.5)), None)
+            hint = f"; did you mean {guess}?" if guess else f"; the tasks are {', '.join(hw.tasks)}."
+            notes.append(f"{at}: {hw.id} has no task {shown(task)}{hint} The row is not used")
+    return notes
 
 
 @dataclass
@@ -128,6 +167,9 @@ class Planned:
     """For a notebook: what `source` was extracted from (grading.Job.notebook)."""
     refused: TaskResult | None = None
     """Set when the intake refused the file (grader/gates/intake.py): its 0-point result, graded by no worker."""
+    time_source: str = "manifest"
+    """Where `submitted_at` came from: MANIFEST, MTIME_NO_MANIFEST or MTIME_NO_ROW (said wherever it makes a file
+    late)."""
 
 
 GradeFn = Callable[..., list[TaskResult]]
@@ -142,23 +184,35 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
     another submissions folder into it raises OtherClass (two sections would share attempt counts)."""
     claim_results_folder(out, root)
     version = grader_version()
-    times = read_manifest(manifest)
+    times = read_manifest(manifest) if manifest is not None else None
     ledger = Ledger(out / "ledger.sqlite")
     folders, failed = class_folders(root, show)
     students = sorted(folders)
     planned: list[Planned] = []
     refused: dict[str, dict[str, dict]] = {student: {} for student in students}
+    # What the grader decided that the TA did not say: per student (their results and the console) and for the
+    # class (the console and summary.md), never in silence.
+    told: dict[str, list[str]] = {student: [] for student in students}
+    class_notes = manifest_notes(times, manifest, students, hw) if times is not None else []
+    for note in class_notes:
+        show(note)
     for student in students:
         # One student's folder is read in one try: whatever their bytes or names do to the reader fails them,
         # with a line in their own results, and every other student is graded.
         try:
             planned += plan_student(root, folders[student], student, hw, tasks, ledger, version, force, times,
-                                    refused[student], failed, show, device)
+                                    refused[student], failed, show, device, told[student])
         except Exception as exc:  # noqa: BLE001 - this student's failure, not the class's
             failed.setdefault(student, []).append(f"the grader could not read your folder ({type(exc).__name__}); "
                                                   "nothing of it was graded: tell the course staff")
             show(f"{shown(student)}: not graded: {type(exc).__name__}: {shown(str(exc)[:200])}")
 
+    for p in planned:  # a manifest without this file's row: the file's time decides, and the student is told
+        if p.time_source == MTIME_NO_ROW:
+            note = (f"{p.task.id}: the manifest has no row for you and this task: your file's modification time "
+                    f"({p.submitted_at.isoformat(timespec='seconds')}) is your submission time")
+            told[p.student].append(note)
+            show(f"{shown(p.student)}: {note}")
     warning = mtime_lateness_warning(planned, hw, bool(manifest))
     if warning:
         show(warning)
@@ -206,7 +260,7 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
     ledger.close()
     board = leaderboard.collect(out, hw, students)  # each ranked speed test's measurement, counted attempts
     for student in students:  # what was refused this time, for the student's results.json (gone once it is not)
-        for name, content in ((REFUSED, refused[student]), (INTAKE, failed.get(student, []))):
+        for name, content in ((REFUSED, refused[student]), (INTAKE, failed.get(student, []) + told[student])):
             path = out / student / name
             if content:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -217,7 +271,7 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
     if board:
         leaderboard.write(out, hw, board)
     write_gradebook(rows, hw, out / "gradebook.csv")
-    write_summary(rows, hw, out, out / "summary.md")
+    write_summary(rows, hw, out, out / "summary.md", class_notes, told)
     show(f"graded {len(recorded)} new submission(s); gradebook: {out / 'gradebook.csv'}")
     if failed:
         show(f"{len(failed)} student(s) handed in what could not be read or graded (their results say what): "
@@ -264,23 +318,32 @@ def class_folders(root: Path, show: Callable[[str], None] = print) -> tuple[dict
 
 
 def plan_student(root: Path, name: str, student: str, hw: Homework, tasks: dict[str, TaskSpec], ledger: Ledger,
-                 version: str, force: bool, times: dict[tuple[str, str], dt.datetime], refused: dict[str, dict],
-                 failed: dict[str, list[str]], show: Callable[[str], None], device: str = "cpu") -> list[Planned]:
+                 version: str, force: bool, times: dict[tuple[str, str], dt.datetime] | None,
+                 refused: dict[str, dict], failed: dict[str, list[str]], show: Callable[[str], None],
+                 device: str = "cpu", told: list[str] | None = None) -> list[Planned]:
     """What to grade of one student's folder `root/name` (graded as `student`), read as hostile bytes
     (grader/gates/intake.py): a `<task_id>.py` that is a link, not a regular file or too large gets a 0-point
-    result saying so; what else cannot be read goes to `failed`."""
+    result saying so; what else cannot be read goes to `failed`. Which file counts for a task is the rule every
+    way of grading shares (intake `task_files`); each file not graded, and why, goes to `told` and the console.
+    `times`: the manifest's submission times (None: no manifest, the files' modification times decide)."""
     planned: list[Planned] = []
+    told = [] if told is None else told
     folder = root / name
     if failed.get(student):  # a folder that is a link: nothing below it is looked at
         return planned
-    notebooks = NotebookFolder(folder)  # a notebook submits each task it defines that has no .py
+    decided = task_files(folder, [t for t in hw.tasks if t in tasks])
+    told += decided.notes
+    if decided.empty:
+        told.append("your folder holds no file: nothing was handed in")
+    notebooks = NotebookFolder(folder, deep=True)  # a notebook submits each task it defines that has no .py
     for task_id in hw.tasks:
-        path, part, why = folder / f"{task_id}.py", None, None
+        part, why = None, None
         if task_id not in tasks:
             continue
-        if os.path.lexists(path):  # a link too: refused below, and said
+        if task_id in decided.files:  # a link too: refused below, and said
+            path = folder / decided.files[task_id]
             try:
-                source = read_submitted(folder, path.name)
+                source = read_submitted(folder, decided.files[task_id])
             except IntakeError as exc:
                 why, source = str(exc), b""
         elif found := notebooks.for_task(tasks[task_id]):
@@ -306,19 +369,32 @@ def plan_student(root: Path, name: str, student: str, hw: Homework, tasks: dict[
             mtime = dt.datetime.fromtimestamp(path.lstat().st_mtime, dt.timezone.utc)
         except OSError:
             mtime = dt.datetime.now(dt.timezone.utc)
-        when = times.get((student, task_id), mtime)
+        if times is None:
+            when, source_of_time = mtime, MTIME_NO_MANIFEST
+        elif (student, task_id) in times:
+            when, source_of_time = times[(student, task_id)], MANIFEST
+        else:
+            when, source_of_time = mtime, MTIME_NO_ROW
         if why is not None:
             planned.append(Planned(student, tasks[task_id], path, sha, when, refused=refused_result(
-                tasks[task_id], student, str(path), device, why)))
+                tasks[task_id], student, str(path), device, why), time_source=source_of_time))
             continue
-        planned.append(Planned(student, tasks[task_id], path, sha, when, source, part))
-    for note in notebooks.notes:
+        planned.append(Planned(student, tasks[task_id], path, sha, when, source, part, time_source=source_of_time))
+    told += notebooks.notes
+    for note in told:
         show(f"{shown(student)}: {shown(note)}")
     if notebooks.problems:
         failed.setdefault(student, []).extend(notebooks.problems)
         for note in notebooks.problems:
             show(f"{shown(student)}: {shown(note)}")
     return planned
+
+
+MANIFEST = "manifest"
+MTIME_NO_MANIFEST = "file time"
+"""The submission time is the file's modification time: no --manifest was given."""
+MTIME_NO_ROW = "file time, no manifest row"
+"""A --manifest was given and has no row for this student and task: the file's modification time decides."""
 
 
 CLASS_FILE = "class.json"
@@ -363,11 +439,15 @@ def record_result(ledger: Ledger, out: Path, hw: Homework, version: str, p: Plan
     days = late_days(p.submitted_at, hw.deadline)
     factor = late_factor(days, hw)
     data = r.student_json()
-    data.update({"homework": hw.id, "submitted_at": p.submitted_at.isoformat(), "late_days": days,
-                 "raw_score": r.score, "score": round(r.score * factor, 6), "grader_version": version})
+    data.update({"homework": hw.id, "submitted_at": p.submitted_at.isoformat(), "time_source": p.time_source,
+                 "late_days": days, "raw_score": r.score, "score": round(r.score * factor, 6),
+                 "grader_version": version})
     if days:
+        by = {MTIME_NO_MANIFEST: "; by the file's modification time (no --manifest gave a submission time)",
+              MTIME_NO_ROW: "; by the file's modification time (the manifest has no row for this file)"}
         data["late"] = (f"{days} day(s) late: {factor:.0%} of the points kept "
-                        f"(policy: -{hw.late_penalty_per_day:.0%} per day, 0 after {hw.late_max_days})")
+                        f"(policy: -{hw.late_penalty_per_day:.0%} per day, 0 after {hw.late_max_days})"
+                        + by.get(p.time_source, ""))
     # Every attempt keeps its own files (attempts/<task>.<sha>.json); <task>.json is the attempt the homework
     # counts, as the gradebook, results.json and the summary count it (the ledger decides, `publish_counted`).
     result_path = out / p.student / ATTEMPTS / f"{p.task.id}.{p.sha256[:12]}.json"
@@ -457,11 +537,21 @@ def write_gradescope(out: Path, student: str, hw: Homework, board: list[leaderbo
     gradescope.staff.json, the upload to Gradescope (names and messages from the staff JSON: Gradescope hides a
     test by its visibility). `board`: the student's leaderboard entries (its `leaderboard` field, and their
     pseudonym in the output)."""
+    refused_path = out / student / REFUSED
+    refused = json.loads(refused_path.read_text()) if refused_path.is_file() else {}
+    intake_path = out / student / INTAKE
+    intake = json.loads(intake_path.read_text()) if intake_path.is_file() else []
     for staff_view, name in ((False, "results.json"), (True, GRADESCOPE_STAFF)):
-        tests = []
-        for task_id in hw.tasks:
+        tests, lines = [], []
+        for task_id, points in hw.tasks.items():
             path = out / student / f"{task_id}.json"
-            if not path.is_file():
+            if not path.is_file():  # nothing graded for it: said, with its points, as Gradescope's run says it
+                if task_id not in refused:
+                    tests.append({"name": f"{task_id} / file", "score": 0.0, "max_score": points,
+                                  "status": "failed", "visibility": "visible", "output_format": "md",
+                                  "output": f"no file named `{task_id}.py` in your folder, nor a notebook defining "
+                                            "its kernels: nothing was graded for this task"})
+                    lines.append(f"- `{task_id}`: not submitted (0 / {points:g})")
                 continue
             data = json.loads(path.read_text())
             staff = path.with_suffix(".staff.json")
@@ -471,26 +561,30 @@ def write_gradescope(out: Path, student: str, hw: Homework, board: list[leaderbo
                         if t.get("picture") and Path(t["picture"]).parent == out / student
                         and Path(t["picture"]).is_file()}
             tests += gradescope.entries_of(task_id, shown, factor, pictures)
+            # One lateness rule, said once: each test's points above are already scaled by the late factor (the
+            # score the gradebook counts); the late entry and the line below say by how much, and from what.
+            late = f"; {escape.md_inline(data['late'])}" if data.get("late") else ""
+            lines.append(f"- `{task_id}`: {data['score']:g} / {data.get('max_score', points):g}{late}")
             if data.get("late"):
                 tests.append({"name": f"{task_id} / late", "score": 0, "max_score": 0, "output": data["late"],
                               "output_format": "md", "visibility": "visible"})
-        refused_path = out / student / REFUSED
-        refused = json.loads(refused_path.read_text()) if refused_path.is_file() else {}
         for task_id, entry in refused.items():  # `why` names the student's notebook file: data, not Markdown
             tests.append({"name": f"{task_id} / not graded", "score": 0, "max_score": 0,
                           "output": escape.md_inline(entry["why"]), "output_format": "md", "visibility": "visible"})
-        intake_path = out / student / INTAKE
-        for why in json.loads(intake_path.read_text()) if intake_path.is_file() else []:  # names the student's files
-            tests.append({"name": "submission / not graded", "score": 0, "max_score": 0,
+            lines.append(f"- `{task_id}`: this file was not graded: {escape.md_inline(entry['why'])}")
+        for why in intake:  # names the student's files: data, not Markdown
+            tests.append({"name": "submission / intake", "score": 0, "max_score": 0,
                           "output": escape.md_inline(why), "output_format": "md", "visibility": "visible"})
-        if tests:
-            named = board and hw.leaderboard_names != "student"
-            data = gradescope.results_json(tests, f"Your name on the class's speed leaderboard: "
-                                                  f"{leaderboard.pseudonym(leaderboard.secret_of(out), student)}."
-                                           if named else "")
-            if board:
-                data["leaderboard"] = leaderboard.gradescope_entries(board)
-            write_atomic(out / student / name, json.dumps(data, indent=2) + "\n")
+            lines.append(f"- {escape.md_inline(why)}")
+        named = board and hw.leaderboard_names != "student"
+        pseudonym = (f"Your name on the class's speed leaderboard: "
+                     f"{leaderboard.pseudonym(leaderboard.secret_of(out), student)}." if named else "")
+        data = gradescope.results_json(tests, "\n".join([f"**{escape.md_inline(hw.title)}**", "", *lines,
+                                                         *(["", pseudonym] if pseudonym else [])]))
+        if board:
+            data["leaderboard"] = leaderboard.gradescope_entries(board)
+        (out / student).mkdir(parents=True, exist_ok=True)
+        write_atomic(out / student / name, json.dumps(data, indent=2) + "\n")
 
 
 def write_gradebook(rows: dict[str, dict], hw: Homework, path: Path) -> None:
@@ -502,8 +596,11 @@ def write_gradebook(rows: dict[str, dict], hw: Homework, path: Path) -> None:
     write_atomic(path, text.getvalue())
 
 
-def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path) -> None:
-    """Staff summary: score histogram and per-test pass rates over the latest results on disk."""
+def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path, class_notes: list[str] | None = None,
+                  told: dict[str, list[str]] | None = None) -> None:
+    """Staff summary: score histogram and per-test pass rates over the latest results on disk, then what the grader
+    decided that the TA did not say: manifest rows that matched nothing (`class_notes`), files not graded and why
+    (`told`, per student), and every counted file whose lateness came from its modification time."""
     max_total = sum(hw.tasks.values())
     lines = [f"# {hw.title}", "", f"{len(rows)} student(s); maximum {max_total:g} points.", "", "## Scores", ""]
     bins = [0] * 10
@@ -532,6 +629,18 @@ def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path) ->
         for name, (ok, n) in tally.items():
             lines.append(f"| {task_id} | {name} | {shown[name]} | {ok}/{n} |")
             rates[f"{task_id[:2]} {name}"] = ok / n
+    decided = [f"- {escape.md_inline(n)}" for n in class_notes or []]
+    for student in sorted(told or {}):
+        decided += [f"- {escape.md_inline(student)}: {escape.md_inline(n)}" for n in (told or {})[student]]
+    for student in sorted(rows):
+        for task_id in hw.tasks:
+            result = out / student / f"{task_id}.json"
+            data = json.loads(result.read_text()) if result.is_file() else {}
+            if data.get("late_days") and data.get("time_source", MANIFEST) != MANIFEST:
+                decided.append(f"- {escape.md_inline(student)}: {task_id}: {escape.md_inline(data.get('late', ''))}")
+    lines += ["", "## Decided by the grader", "",
+              *(decided or ["Nothing: every file was graded by its task's name, and every time came from the "
+                            "manifest."])]
     png = plot(rows, rates, max_total, out / "summary.png")
     if png:
         lines[4:4] = [f"![scores and pass rates]({png.name})", ""]

@@ -11,7 +11,6 @@ Attempts, deadlines and late rules are Gradescope's own settings there.
 from __future__ import annotations
 
 import base64
-import difflib
 import json
 import os
 import re
@@ -24,7 +23,7 @@ from pathlib import Path
 from grader.config import GRADESCOPE_VISIBILITY, ROOT, ConfigError, Homework, TaskSpec, discover_tasks, load_config
 from grader.course import leaderboard
 from grader.course.release import toolchain_of, write_tree
-from grader.gates.intake import LINK_MESSAGE, IntakeError, read_submitted, scan, shown
+from grader.gates.intake import IntakeError, read_submitted, scan, shown, task_files
 from grader.gates.notebook import NotebookFolder
 from grader.results import escape
 
@@ -190,32 +189,12 @@ def bundle(hw_id: str, out: Path, config: Path = ROOT / "config.yaml") -> Path:
 
 
 def find_files(submission: Path, task_ids: list[str]) -> tuple[dict[str, Path], list[str]]:
-    """The file of each task (`<task_id>.py`, at any depth: a zip upload may add folders) and what to tell the
-    student about the rest: duplicates, links, and files named like no task (with the task they look like). What
-    Gradescope unpacked is listed as hostile (grader/gates/intake.py `scan`): no link is followed, and a tree too
-    deep or too large is cut, with a note. A `<task_id>.py` that is a link is still found for its task: reading
-    it (`read_submitted`) refuses it, and the task's entry says why."""
-    listed = scan(submission, deep=True)
-    files = sorted((rel for rel in [*listed.files, *listed.links]
-                    if rel.suffix == ".py" and not any(part.startswith("__") for part in rel.parts)),
-                   key=lambda p: (len(p.parts), str(p)))
-    found: dict[str, Path] = {}
-    notes: list[str] = [escape.md_inline(n) for n in listed.notes]  # they name the student's files
-    notes += [f"{escape.md_inline(rel)} {LINK_MESSAGE}: ignored" for rel in listed.links
-              if rel.suffix not in (".py", ".ipynb")]
-    for rel in files:
-        path = submission / rel
-        if rel.stem in task_ids:
-            if rel.stem in found:
-                notes.append(f"{escape.md_inline(rel)}: ignored, "
-                             f"{escape.md_inline(found[rel.stem].relative_to(submission))} is graded for {rel.stem}")
-            else:
-                found[rel.stem] = path
-            continue
-        guess = difflib.get_close_matches(rel.stem, task_ids, n=1, cutoff=0.5)
-        hint = f"; did you mean {guess[0]}.py?" if guess else f"; the tasks are {', '.join(task_ids)}"
-        notes.append(f"{escape.md_inline(rel)}: not graded, no task is named {escape.md_inline(repr(rel.stem))}{hint}")
-    return found, notes
+    """The file of each task and what to tell the student about the rest, by the rule every way of grading a
+    folder shares (grader/gates/intake.py `task_files`: the `<task_id>.py` nearest the top, at any depth, as a zip
+    upload may add folders; no link followed). The notes name the student's files: Markdown-escaped here."""
+    decided = task_files(submission, task_ids)
+    return ({t: submission / rel for t, rel in decided.files.items()},
+            [escape.md_inline(n) for n in decided.notes])
 
 
 def refused_entry(task: TaskSpec, device: str, why: str) -> dict:

@@ -198,7 +198,11 @@ PY=${PY:-python3}
 TORCH=${TORCH:-torch==@TORCH@}
 TORCH_INDEX=${TORCH_INDEX-https://download.pytorch.org/whl/cpu}
 if "$PY" -c "import torch, triton" 2>/dev/null; then
-  "$PY" -m venv --system-site-packages .venv
+  # $PY's own packages seen from .venv through a .pth file: --system-site-packages would show the base
+  # interpreter's, not those of a venv or conda environment that $PY may be
+  "$PY" -m venv .venv
+  "$PY" -c "import sysconfig; print(*sorted({sysconfig.get_paths()[k] for k in ('purelib', 'platlib')}), sep='\\n')" \\
+    > "$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/python3-packages.pth"
 else
   "$PY" -m venv .venv
   if [ -n "$TORCH_INDEX" ] \\
@@ -213,9 +217,15 @@ else
   .venv/bin/python -m pip install -q triton==@TRITON@
 fi
 .venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml pydantic nbformat markupsafe matplotlib tqdm
-.venv/bin/python -m pip install -q --no-deps --no-build-isolation -e . 2>/dev/null \\
-  || echo "setup: the triton-grader command was not installed (setuptools >= 64 missing):" \\
-          "use .venv/bin/python -m grader here"
+# The command: an editable install, which needs setuptools >= 64 and a bdist_wheel command (in setuptools itself
+# since 70.1; a venv of Python 3.11 comes with setuptools 65 and no `wheel`, so its editable install failed with
+# "invalid command 'bdist_wheel'")
+.venv/bin/python -m pip install -q "setuptools>=70.1"
+if ! .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e . > .venv/install-command.log 2>&1; then
+  tail -n 5 .venv/install-command.log
+  echo "setup: the triton-grader command was not installed (above: pip's last lines; all of it in" \\
+       ".venv/install-command.log): use .venv/bin/python -m grader in this folder"
+fi
 .venv/bin/python -c "import torch, triton; print('ready: torch', torch.__version__, 'triton', triton.__version__,
       '(GPU: ' + torch.cuda.get_device_name() + ')' if torch.cuda.is_available() else '(no GPU: the interpreter)')"
 """

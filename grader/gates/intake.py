@@ -23,6 +23,7 @@ link: submissions are graded only as regular files in your folder".
 
 from __future__ import annotations
 
+import difflib
 import errno
 import os
 import stat
@@ -203,3 +204,66 @@ def scan(folder: Path, deep: bool = False, hidden: bool = False) -> Scan:
     found.files.sort(key=lambda p: (len(p.parts), str(p)))
     found.links.sort(key=lambda p: (len(p.parts), str(p)))
     return found
+
+
+ARCHIVES = (".zip", ".tar", ".tgz", ".gz", ".bz2", ".xz", ".7z", ".rar")
+"""What a student may hand in packed: never unpacked by the grader (a zip bomb, links inside), said instead."""
+
+
+@dataclass
+class TaskFiles:
+    """What `task_files` decided for one folder: the file graded for each task, and, for the TA and the student,
+    every file it did not grade and why (one line each; names quoted by `shown`, so plain text)."""
+
+    files: dict[str, Path] = field(default_factory=dict)
+    """task id -> the `<task_id>.py` graded for it (relative to the folder; it may be a link, refused when read)."""
+    notes: list[str] = field(default_factory=list)
+    empty: bool = False
+    """The folder holds no file at all."""
+
+
+def task_files(folder: Path, task_ids: list[str], deep: bool = True) -> TaskFiles:
+    """The rule every way of grading a folder shares (batch, grade-dir, Gradescope's run): a task's file is the
+    `<task_id>.py` nearest the top of the folder (`deep`: at any depth, as an unpacked zip nests it; then by
+    name); every other file is said, never ignored in silence: another file of the same name, a `.py` named like
+    no task (with the task it looks like: `10_x (1).py`, a browser's re-upload, is not `10_x.py`), an archive
+    (never unpacked), a link, and anything else but a notebook (the notebook reader says what it does with those).
+    Nothing is followed or read here: `scan` lists, and `read_submitted` reads."""
+    listed = scan(folder, deep=deep)
+    out = TaskFiles(notes=list(listed.notes), empty=not listed.files and not listed.links)
+    python = [rel for rel in [*listed.files, *listed.links]
+              if rel.suffix == ".py" and not any(part.startswith("__") for part in rel.parts)]
+    python.sort(key=lambda p: (len(p.parts), str(p)))
+    for rel in python:
+        if rel.stem in task_ids and rel.stem not in out.files:
+            out.files[rel.stem] = rel
+    for rel in python:
+        if out.files.get(rel.stem) == rel:
+            continue
+        if rel.stem in task_ids:
+            out.notes.append(f"{shown(rel)}: not graded, {shown(out.files[rel.stem])} is graded for {rel.stem} "
+                             "(of two files with a task's name, the one nearest the top of the folder)")
+            continue
+        guess = difflib.get_close_matches(rel.stem, task_ids, n=1, cutoff=0.5)
+        if guess and guess[0] in out.files:
+            hint = f"; {shown(out.files[guess[0]])} is the file graded for {guess[0]}"
+        elif guess:
+            hint = f"; did you mean {guess[0]}.py? Only a file named exactly after its task is graded"
+        else:
+            hint = f"; the tasks are {', '.join(task_ids)}"
+        out.notes.append(f"{shown(rel)}: not graded, no task is named {shown(rel.stem)}{hint}")
+    listed_py = set(python)
+    for rel in listed.links:
+        if rel not in listed_py and rel.suffix.lower() != ".ipynb":
+            out.notes.append(f"{shown(rel)} {LINK_MESSAGE}: not graded")
+    other = [rel for rel in listed.files if rel not in listed_py and rel.suffix.lower() != ".ipynb"
+             and not any(part.startswith("__") for part in rel.parts)]
+    for rel in other:
+        if rel.name.lower().endswith(ARCHIVES):
+            out.notes.append(f"{shown(rel)}: not graded, an archive is never unpacked: hand in the files themselves")
+    stray = [rel for rel in other if not rel.name.lower().endswith(ARCHIVES)]
+    if stray:
+        names = ", ".join(shown(rel) for rel in stray[:10]) + (f" and {len(stray) - 10} more" if len(stray) > 10
+                                                                else "")
+        out.notes.append(f"not graded, not a task's .py nor a notebook: {names}")
+    return out
