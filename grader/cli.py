@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from functools import partial
 from pathlib import Path
@@ -316,5 +317,44 @@ def _course(args: argparse.Namespace) -> int:
     return 0
 
 
+class Stopped(BaseException):
+    """SIGTERM of the command, raised in the main thread (as Ctrl-C raises KeyboardInterrupt)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 def entry() -> None:
-    sys.exit(main())
+    """The command. Ctrl-C (SIGINT) and SIGTERM end it in one line and an exit code of 128 + the signal: every worker,
+    fork server and judge process it started is stopped first (no traceback from any of them, no process left).
+    What was judged before is kept: `batch` records each job as it is judged, and its rerun goes on from there."""
+    def on_term(signum, _frame):
+        raise Stopped(signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        code = main()
+    except (KeyboardInterrupt, Stopped) as exc:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the clean-up short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signum = getattr(exc, "signum", signal.SIGINT)
+        _stop_children()
+        print(f"\n{'interrupted (Ctrl-C)' if signum == signal.SIGINT else 'stopped (SIGTERM)'}: every worker is "
+              "stopped; what was judged is kept (a batch run again goes on from there)", file=sys.stderr, flush=True)
+        code = 128 + signum
+    sys.exit(code)
+
+
+def _stop_children() -> None:
+    import multiprocessing
+
+    from grader.isolation.runner import stop_everything
+
+    stop_everything()
+    for child in multiprocessing.active_children():  # the judge processes
+        child.terminate()
+    for child in multiprocessing.active_children():
+        child.join(5)
+        if child.is_alive():
+            child.kill()

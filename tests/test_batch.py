@@ -434,3 +434,116 @@ def test_every_decision_the_ta_did_not_make_is_said(setup, task10, tmp_path):
     for words in ("times.csv:2: no student folder is named Ann", f"bob: {tid} (1).py: not graded", "dan: hw4.zip",
                   "eve: your folder holds no file", f"ann: {tid}: 383 day(s) late"):
         assert words in summary, words
+
+
+def test_editing_one_task_regrades_only_that_tasks_files(tmp_path):
+    """Issue 47: the grader version hashed all of tasks/, so adding a task to a new homework started the hw4 batch
+    again at [1/19]. Now each task has its own: the grader's code, its folder, the reference modules its oracle
+    imports. In a copy of the project, an edit of task 11's task.yaml changes task 11's version only; a new
+    right/ file (it decides nothing) changes none; an edit of a reference module changes the versions of the
+    tasks that import it; an edit of the grader's code changes every task's."""
+    import shutil
+
+    from grader.config import discover_tasks
+    from grader.course.batch import grader_version
+
+    root = tmp_path / "project"
+    for folder in ("grader", "reference"):
+        shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    ids = ("10_quantize_global_int8", "11_quantize_rowwise_int8", "puzzle01_constant_add")
+    for task_id in ids:
+        shutil.copytree(ROOT / "tasks" / task_id, root / "tasks" / task_id)
+    tasks, broken = discover_tasks(root)
+    assert not broken
+
+    def versions():
+        return {t: grader_version(tasks[t], root) for t in ids}
+
+    before = versions()
+    assert len(set(before.values())) == 3
+    with (root / "tasks" / ids[1] / "task.yaml").open("a") as f:
+        f.write("# an edit\n")
+    after = versions()
+    assert [t for t in ids if after[t] != before[t]] == [ids[1]]
+    (root / "tasks" / ids[0] / "right").mkdir(exist_ok=True)
+    (root / "tasks" / ids[0] / "right" / "another_way.py").write_text("# decides nothing\n")
+    assert versions() == after
+    with (root / "reference" / "_puzzles.py").open("a") as f:  # imported by the puzzles' oracles only
+        f.write("# an edit\n")
+    edited = versions()
+    assert [t for t in ids if edited[t] != after[t]] == [ids[2]]
+    with (root / "grader" / "cli.py").open("a") as f:
+        f.write("# an edit\n")
+    assert all(v != edited[t] for t, v in versions().items())
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below `pid` by parent (a worker leads a session of its own, but its parent is still ours)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                stat = (entry / "stat").read_text()
+                children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_a_stopped_batch_says_one_line_and_leaves_no_process(tmp_path, how):
+    """Issue 47: on 1824752 Ctrl-C printed tracebacks from several processes, and SIGTERM left a judge process and
+    multiprocessing's resource_tracker running. Here a batch is stopped while a worker runs (ann's file hangs) and
+    after the judge processes started (bob's and cid's files are judged): Ctrl-C as a terminal sends it (SIGINT
+    to the whole process group), SIGTERM to the batch alone. It exits with 128 + the signal and one line, no
+    traceback, and every process it started (workers, fork server, judges, resource_tracker) is gone. (Before
+    this, bob's and cid's results were recorded only once ann's worker ended, at its time limit: the batch
+    reached this point after 125 s; now after seconds.)"""
+    root = tmp_path / "class"
+    task = PUZZLES[0]
+    solution = (ROOT / "tasks" / task / "solution.py").read_text()
+    spin = "    while B0 > 0:  # spins in the interpreter\n        pass\n"
+    hang = solution.replace("    idx = tl.arange(0, B0)\n", spin + "    idx = tl.arange(0, B0)\n", 1)
+    assert hang != solution
+    for student in ("ann", "bob", "cid"):
+        (root / student).mkdir(parents=True)
+        (root / student / f"{task}.py").write_text(hang if student == "ann" else solution)
+    out, log = tmp_path / "out", tmp_path / "batch.log"
+    proc = _batch(root, out, "--workers", "3", log=log)
+    deadline, seen = time.monotonic() + 240, set()
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            seen |= _descendants(proc.pid)
+            if log.read_text().count(f"/{task}: 1 / 1") >= 2:  # bob and cid judged; ann's worker spins
+                break
+            time.sleep(0.1)
+        seen |= _descendants(proc.pid)
+        assert proc.poll() is None, log.read_text()[-3000:]
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, signal.SIGTERM)
+        code = proc.wait(60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = log.read_text()
+    assert code == 128 + (signal.SIGINT if how == "ctrl-c" else signal.SIGTERM), text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    said = [line for line in text.splitlines() if "every worker is stopped" in line]
+    assert len(said) == 1 and said[0].startswith("interrupted (Ctrl-C)" if how == "ctrl-c" else "stopped (SIGTERM)")
+    assert len(seen) >= 4, seen  # fork server, a worker, judge processes, resource_tracker
+    time.sleep(2)
+    left = [pid for pid in seen if _alive(pid)]
+    assert not left, [(pid, (Path("/proc") / str(pid) / "cmdline").read_bytes()[:200]) for pid in left]

@@ -122,3 +122,32 @@ def test_output_of_a_forked_worker_cannot_speak_for_the_fork_server(tmp_path, sm
     assert result.score == 0
     assert "stopped at its time limit" in result.staff["worker_exit"]
     assert '"returncode": 0' in result.staff["worker_log"]  # what it printed went to its log
+
+
+def test_a_student_sees_what_their_code_printed_under_the_failing_test(tmp_path, task10, cfg):
+    """Issue 47: on 1824752 a student never saw their own print() output, even with --staff (only the staff JSON's
+    worker_log held it). Now a failing public test carries what the failing call printed: bounded, marked as
+    theirs, escaped in the terminal (their escape sequence is shown, not run), and left out of a hidden test's
+    student view (it would tell the hidden case)."""
+    from grader.results import report
+
+    task = task10.subset({"n127_fp16", "tiny_fp32"}, autotune_points=0.0, timeout_s={"cpu": 60})
+    assert {c.visibility for c in task.cases} == {"public", "hidden"}
+    noisy = SOLUTION.replace("    n_elements = x.numel()\n",
+                             "    n_elements = x.numel()\n    print('my debug: n =', n_elements, '\\x1b[2J')\n"
+                             "    print('x' * 5000)\n    x = x * 0.5\n", 1)
+    assert noisy != SOLUTION
+    (result,) = grade_jobs([Job(task, _file(tmp_path, "noisy.py", noisy), "noisy")], cfg, "cpu", workers=1)
+    tests = _by_name(result)
+    assert tests["n127_fp16"].outcome == "failed" and tests["tiny_fp32"].outcome == "failed"
+    printed = tests["n127_fp16"].printed
+    assert printed.startswith("my debug: n = 127 \x1b[2J\n") and "more characters not kept" in printed
+    assert len(printed) < 2200
+    shown = report.summary(result)
+    assert "your code printed during this call (its output, not the grader's):" in shown
+    assert "> my debug: n = 127 \\x1b[2J" in shown and "\x1b" not in shown
+    student = result.student_json()["tests"]
+    assert "my debug" in next(t for t in student if t["name"] == "n127_fp16")["printed"]
+    hidden = [t for t in student if t.get("visibility") == "hidden"]
+    assert len(hidden) == 1 and "printed" not in hidden[0]  # under its neutral name, with no output
+    assert "my debug" in {t["name"]: t for t in result.staff_json()["tests"]}["tiny_fp32"]["printed"]

@@ -1,7 +1,8 @@
 """Grading a class: `python -m grader batch submissions/ --homework hw4_int8`.
 
 For every `submissions/<student>/<task_id>.py` of the homework:
-* resume: a file whose sha256 was already graded by this grader version is not graded again (`--force` does);
+* resume: a file whose sha256 was already graded by its task's grader version (`grader_version`: the grader's
+  code, the task's folder, its reference modules) is not graded again (`--force` does);
 * attempts: a new file past the homework's `max_attempts` for that task is not graded, and the student is told;
 * deadline: the submission time is the file's modification time, or the `--manifest` CSV's
   (`student,task,submitted_at` with an ISO 8601 time and offset); late work is scored by the late policy;
@@ -39,6 +40,7 @@ import grader
 from grader.config import ROOT, CourseConfig, Homework, TaskSpec
 from grader.course import gradescope, leaderboard
 from grader.course.ledger import Attempt, Ledger
+from grader.course.release import reference_modules
 from grader.gates.intake import LINK_MESSAGE, IntakeError, read_submitted, shown, student_id, task_files
 from grader.gates.notebook import Extraction, NotebookFolder
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
@@ -47,14 +49,25 @@ from grader.results import escape, report
 from grader.results.outcome import Outcome
 
 
-def grader_version() -> str:
-    """The package version plus a digest of everything that decides a verdict (grader, tasks, oracles)."""
+def grader_version(task: TaskSpec, root: Path = ROOT) -> str:
+    """The version `task`'s results are graded by: the package version plus a digest of what decides that task's
+    verdicts: the grader's code, the task's own folder (task.yaml, its baseline, data; not its right/ and wrong/
+    files nor its statement, which decide nothing), and the reference modules its oracle imports
+    (`reference/<task.reference>.py` and every `reference` module it imports, transitively). A file graded by
+    another version is graded again; editing one task (or adding one) regrades only that task's files (with one
+    digest of all of tasks/, adding a task to a new homework restarted every class at [1/N])."""
     h = hashlib.sha256()
-    for folder in ("grader", "tasks", "reference"):
-        for path in sorted((ROOT / folder).rglob("*")):
-            if path.is_file() and path.suffix in (".py", ".yaml"):
-                h.update(str(path.relative_to(ROOT)).encode())
-                h.update(path.read_bytes())
+    files = sorted(path for path in (root / "grader").rglob("*.py") if "__pycache__" not in path.parts)
+    files += sorted(path for path in task.folder.rglob("*") if path.is_file() and path.suffix != ".md"
+                    and not {"right", "wrong", "__pycache__"} & set(path.relative_to(task.folder).parts))
+    # the oracle's modules, and the hidden cases' value patterns where the task has hidden cases (the same
+    # modules Gradescope's bundle ships: grader/course/release.py)
+    hidden = ["_hidden"] if any(c.visibility != "public" for c in task.cases) else []
+    files += [path for name in ["__init__", *reference_modules({task.id: task}, root), *hidden]
+              if (path := root / "reference" / f"{name}.py").is_file()]
+    for path in files:
+        h.update(str(path.relative_to(root) if path.is_relative_to(root) else path.name).encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
     return f"{grader.__version__}+{h.hexdigest()[:12]}"
 
 
@@ -183,7 +196,7 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
     is shown in one line (`verbose`: the full per-test report). A results folder holds one class: a batch of
     another submissions folder into it raises OtherClass (two sections would share attempt counts)."""
     claim_results_folder(out, root)
-    version = grader_version()
+    versions = {task_id: grader_version(tasks[task_id]) for task_id in hw.tasks if task_id in tasks}
     times = read_manifest(manifest) if manifest is not None else None
     ledger = Ledger(out / "ledger.sqlite")
     folders, failed = class_folders(root, show)
@@ -200,7 +213,7 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
         # One student's folder is read in one try: whatever their bytes or names do to the reader fails them,
         # with a line in their own results, and every other student is graded.
         try:
-            planned += plan_student(root, folders[student], student, hw, tasks, ledger, version, force, times,
+            planned += plan_student(root, folders[student], student, hw, tasks, ledger, versions, force, times,
                                     refused[student], failed, show, device, told[student])
         except Exception as exc:  # noqa: BLE001 - this student's failure, not the class's
             failed.setdefault(student, []).append(f"the grader could not read your folder ({type(exc).__name__}); "
@@ -233,7 +246,7 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
             if (p.student, p.task.id) in recorded:
                 return ""
             report.save_pictures(r, out / p.student)
-            late = record_result(ledger, out, hw, version, p, r)
+            late = record_result(ledger, out, hw, versions[p.task.id], p, r)
             recorded.add((p.student, p.task.id))
             return late
 
@@ -318,7 +331,7 @@ def class_folders(root: Path, show: Callable[[str], None] = print) -> tuple[dict
 
 
 def plan_student(root: Path, name: str, student: str, hw: Homework, tasks: dict[str, TaskSpec], ledger: Ledger,
-                 version: str, force: bool, times: dict[tuple[str, str], dt.datetime] | None,
+                 versions: dict[str, str], force: bool, times: dict[tuple[str, str], dt.datetime] | None,
                  refused: dict[str, dict], failed: dict[str, list[str]], show: Callable[[str], None],
                  device: str = "cpu", told: list[str] | None = None) -> list[Planned]:
     """What to grade of one student's folder `root/name` (graded as `student`), read as hostile bytes
@@ -355,7 +368,7 @@ def plan_student(root: Path, name: str, student: str, hw: Homework, tasks: dict[
         if why is not None:  # said on every run while the file stays refused (its result is resumed, not redone)
             failed.setdefault(student, []).append(why)
         previous = ledger.attempts(hw.id, student, task_id)
-        if not force and any(a.sha256 == sha and a.grader_version == version for a in previous):
+        if not force and any(a.sha256 == sha and a.grader_version == versions[task_id] for a in previous):
             continue  # resume: graded before, by this grader
         if hw.max_attempts and sha not in {a.sha256 for a in previous} \
                 and len({a.sha256 for a in previous}) >= hw.max_attempts:

@@ -20,6 +20,8 @@ import traceback
 import zipfile
 from pathlib import Path
 
+import markupsafe
+
 from grader.config import GRADESCOPE_VISIBILITY, ROOT, ConfigError, Homework, TaskSpec, discover_tasks, load_config
 from grader.course import leaderboard
 from grader.course.release import toolchain_of, write_tree
@@ -120,6 +122,10 @@ def entries_of(task_id: str, tests: list[dict], factor: float = 1.0,
             output, fmt = picture_html(t["message"], png, f"{task_id} {t['name']}"), "html"
         else:
             output, fmt = "\n\n".join(filter(None, [fenced(t["message"]), got_expected_table(t["message"])])), "md"
+        if t.get("printed") and t["outcome"] != "passed":  # the student's own output: marked, and data only
+            said = "Your code printed during this call (its output, not the grader's):"
+            output += (f"<p>{markupsafe.escape(said)}</p><pre>{markupsafe.escape(t['printed'])}</pre>" if fmt == "html"
+                       else f"\n\n{said}\n\n{fenced(t['printed'])}")
         entries.append({"name": f"{task_id} / {t['name']}", "score": round(t["points"] * factor, 6),
                         "max_score": t["max_points"], "status": "passed" if t["outcome"] == "passed" else "failed",
                         "output": output, "output_format": fmt,

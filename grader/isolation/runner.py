@@ -227,6 +227,8 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
     finally:
         os.close(log_fd)
         os.close(records_fd)
+    with _LIVE_LOCK:
+        LIVE.add(proc.pid)
     dropped = [0]
     ended, quiet_s, stalled_s = _wait(proc, timeout_s, spec.stall_s, records_path, lambda: dropped.__setitem__(
         0, dropped[0] + cap_log(log_path)), spec.audit_stall_s)
@@ -236,6 +238,8 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
     except (ProcessLookupError, PermissionError, TypeError):
         pass
     proc.wait(30)
+    with _LIVE_LOCK:
+        LIVE.discard(proc.pid)
     dropped[0] += cap_log(log_path)
     text = tail(log_path, LOG_TAIL)
     if dropped[0]:  # for staff: the start of what it printed, how much went, and the end
@@ -245,6 +249,39 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
                      seconds=time.monotonic() - start, log=text, run_id=run_id, cases=list(cases),
                      stalled_s=stalled_s, quiet_s=round(quiet_s, 2),
                      sees_hidden=spec.sees_hidden, perf=bool(spec.perf))
+
+
+LIVE: set[int] = set()
+"""The process groups of the workers running now (each worker leads its own session)."""
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_everything() -> None:
+    """Ctrl-C or SIGTERM of the command (grader/cli.py `entry`): every worker still running is killed with its
+    process group, and every fork server is told to end (end of its input: it kills its children) and then
+    killed; nothing the grader started is left behind."""
+    with _LIVE_LOCK:
+        groups = list(LIVE)
+    for pid in groups:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, TypeError):
+            pass
+    with ForkClient._lock:
+        servers = list(ForkClient._servers.values())
+        ForkClient._servers.clear()
+    for server in servers:
+        server.alive = False
+        try:
+            server.proc.stdin.close()
+            server.proc.wait(3)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(server.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        server.proc.wait(5)
 
 
 def cache_env(spec: JobSpec, cache: str) -> dict[str, str]:

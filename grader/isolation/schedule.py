@@ -123,8 +123,11 @@ class Scheduler:
                 self._out.put((item.key, result))
                 self._cv.notify_all()
 
-    def results(self) -> Iterator[tuple[Hashable, object]]:
-        """(key, result) of every item added, as each finishes; items may be added while this runs."""
+    def results(self, idle: Callable[[], None] = lambda: None,
+                idle_s: float = 0.2) -> Iterator[tuple[Hashable, object]]:
+        """(key, result) of every item added, as each finishes; items may be added while this runs. `idle` runs
+        every `idle_s` seconds while no item finishes (the caller's other work: a judged job is recorded then, not
+        when the class's slowest worker ends)."""
         self.start()
         while True:
             with self._cv:
@@ -132,7 +135,11 @@ class Scheduler:
                     self._closed = True
                     self._cv.notify_all()
                     return
-            key, result = self._out.get()
+            try:
+                key, result = self._out.get(timeout=idle_s)
+            except queue.Empty:
+                idle()
+                continue
             with self._cv:
                 self._left -= 1
             yield key, result

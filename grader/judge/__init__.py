@@ -51,6 +51,9 @@ class Verdict:
     """Tracebacks and logs: for staff only."""
     picture: bytes | None = None
     """PNG of the first failing output (tasks with `pictures: true`)."""
+    printed: str = ""
+    """What the student's code printed during the first failing call (theirs: shown to them, marked, under the
+    test; it decides nothing)."""
     metric: dict[str, float] | None = None
     """A speed test's measurement, for the leaderboard (grader/course/leaderboard.py): `speedup` over the baseline,
     `vs_reference` (that speedup over the reference's in the staff's run) and `ms` (the submission's median)."""
@@ -809,7 +812,24 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
             picture, pid_line = drawn
             if pid_line:
                 lines.append(pid_line)
-    return Verdict(False, "\n".join(lines), staff="\n\n".join(staff)[-20000:], picture=picture)
+    return Verdict(False, "\n".join(lines), staff="\n\n".join(staff)[-20000:], picture=picture,
+                   printed=printed_text(failing[0][2]))
+
+
+PRINTED_CHARS = 2000
+"""The most of a call's printed output read from a record (the worker keeps no more)."""
+
+
+def printed_text(run: object) -> str:
+    """A run's printed output as the student will see it: a string of at most PRINTED_CHARS, and how much more
+    there was; "" when the record has none or it is not of the worker's shape (it decides nothing either way)."""
+    printed = run.get("printed") if isinstance(run, dict) else None
+    if not isinstance(printed, dict) or not isinstance(printed.get("text"), str):
+        return ""
+    text = printed["text"][:PRINTED_CHARS]
+    dropped = printed.get("dropped")
+    more = len(printed["text"]) - len(text) + (dropped if isinstance(dropped, int) and dropped > 0 else 0)
+    return text + (f"\n[... {more} more characters not kept]" if more else "")
 
 
 def twin_problems(task: TaskSpec, case: CaseData, runs: list[dict], twins: list[dict], device: str,

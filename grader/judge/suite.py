@@ -19,6 +19,8 @@ def _finish(json_metadata, points: float, verdict: judge.Verdict) -> None:
     json_metadata["staff"] = verdict.staff
     if verdict.metric:
         json_metadata["metric"] = verdict.metric
+    if verdict.printed:
+        json_metadata["printed"] = verdict.printed
     if not verdict.ok:
         pytest.fail(verdict.message, pytrace=False)
 

@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -178,7 +179,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         # 40 students: 132 s with 8 judges, 139-152 s with 4, when the machine's CPU was 86% and 66-74% busy).
         # With 0, or a single job, it runs here, one job at a time.
         judge_pool = ProcessPoolExecutor(judges, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=torch.set_num_threads, initargs=(1,)) if judges else None
+                                         initializer=_judge_process) if judges else None
         judging: dict = {}
 
         def done(n: int, result: TaskResult) -> None:
@@ -307,7 +308,9 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             for n in range(len(contexts)):
                 if not pending[n] and n not in results and n not in later:
                     finish(n)
-            for key, result in pool.results():
+            # A job judged in the pool is recorded (on_result) at once, even while other workers run on: a file
+            # that hangs until its time limit held every other student's result back with it.
+            for key, result in pool.results(idle=lambda: drain(block=False)):
                 if key[0] not in ("shard", "timing"):
                     continue  # a warm-up or the staff's timing run: its job waits for it through the pool
                 n = key[1]
@@ -332,6 +335,13 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         return [results[n] for n in range(len(contexts))]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _judge_process() -> None:
+    """A judge process's start: one thread (below), and Ctrl-C left to the command (grader/cli.py `entry`), which
+    stops the pool: the terminal's SIGINT reaches every process of its group, and each judge printed a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(1)
 
 
 def _staff_timing_into(into: dict, task: TaskSpec, spec: JobSpec, tree: GradingTree, shard_runner) -> None:

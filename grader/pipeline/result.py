@@ -384,8 +384,10 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
             outcome = Outcome.ERROR
             message = "internal grader error while judging this test (staff see the traceback)"
             staff = json.dumps(entry.get("call") or entry.get("setup") or {})[-20000:]
+        printed = meta.get("printed") if not passed and isinstance(meta.get("printed"), str) else ""
         tests.append(TestResult(name, outcome.label, max_points if passed else 0.0, max_points, message, staff,
-                                visibility=job.task.visibility(name), metric=_metric(meta.get("metric"))))
+                                visibility=job.task.visibility(name), metric=_metric(meta.get("metric")),
+                                printed=printed[:judge.PRINTED_CHARS + 100]))
     env = dict(environment(ctx.device))
     if ctx.device == "cpu":  # what the interpreter cannot show: the CUDA sizes of the shrunk cases
         env["smaller_on_cpu"] = {c.id: {k: f"{v} (CUDA: {c.params.get(k)})" for k, v in c.cpu.items()}

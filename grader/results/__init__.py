@@ -22,6 +22,9 @@ class TestResult:
     """public | hidden | after_due_date (the case's, config.VISIBILITIES)."""
     metric: dict[str, float] = field(default_factory=dict)
     """A speed test's measurement for the leaderboard (judge.Verdict.metric); empty for every other test."""
+    printed: str = ""
+    """A failing test: what the student's code printed during the failing call (theirs, bounded; shown under the
+    test, marked as theirs and escaped, never read by the grader)."""
 
 
 NOT_PUBLIC = {
@@ -31,11 +34,12 @@ NOT_PUBLIC = {
 
 
 def _student_test(test: dict) -> dict:
-    shown = {k: v for k, v in test.items() if k != "staff" and (k not in ("picture", "metric") or v)}
+    shown = {k: v for k, v in test.items() if k != "staff" and (k not in ("picture", "metric", "printed") or v)}
     if test.get("visibility", "public") != "public":
         shown["message"] = NOT_PUBLIC.get(test["visibility"], NOT_PUBLIC["hidden"])
         shown.pop("picture", None)
         shown.pop("metric", None)
+        shown.pop("printed", None)  # what a hidden case's inputs made the code print would tell the case
     return shown
 
 

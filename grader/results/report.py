@@ -28,6 +28,10 @@ def one_line(result: TaskResult) -> str:
             + (f"  failed: {what}" if what else ""))
 
 
+PRINTED_LINES = 20
+"""The most lines of a failing test's printed output `summary` shows (the JSON keeps up to 2000 characters)."""
+
+
 def summary(result: TaskResult, staff: bool = False) -> str:
     """A graded task for a terminal. What a student controls (the submission's path, the messages that quote
     their exceptions, their worker's log) is escaped (escape.terminal): no escape sequence reaches the screen,
@@ -52,6 +56,13 @@ def summary(result: TaskResult, staff: bool = False) -> str:
             lines += [f"{'':50}{r}" for r in rest[:20]]
         if t.picture:
             lines.append(f"{'':50}picture: {escape.terminal(t.picture)}")
+        if t.printed and mark not in ("PASS", "SKIP") and (t.visibility == "public" or staff):
+            # the student's own output: marked as theirs on every line, escaped, bounded (PRINTED_LINES)
+            said = escape.terminal_lines(t.printed)
+            lines.append(f"{'':50}your code printed during this call (its output, not the grader's):")
+            lines += [f"{'':50}> {r}" for r in said[:PRINTED_LINES]]
+            if len(said) > PRINTED_LINES:
+                lines.append(f"{'':50}> [... {len(said) - PRINTED_LINES} more lines]")
         if staff and t.staff:  # a traceback or log quotes the submission too
             lines += [f"{'':8}| {r}" for r in escape.terminal_lines(t.staff)[-30:]]
     shrunk = env.get("smaller_on_cpu") or {}

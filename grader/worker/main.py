@@ -319,6 +319,34 @@ def interpreted_key(tuners: list, index: int) -> tuple:
                  for _, configs in tuners)
 
 
+class Printed:
+    """What the submission prints during one call (print, tl.device_print in the interpreter, sys.stderr): kept up
+    to PRINTED_CHARS, the rest counted. The student sees it under a failing test, marked as theirs
+    (grader/results/report.py); it decides nothing. Output written to descriptor 1 or 2 directly still goes to
+    the worker's log, which staff read."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.dropped = 0
+
+    def write(self, text) -> int:
+        text = str(text)
+        room = PRINTED_CHARS - len(self.text)
+        self.text += text[:max(0, room)]
+        self.dropped += max(0, len(text) - max(0, room))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+PRINTED_CHARS = 2000
+"""The most of a call's printed output a record carries (the judge reads no more: judge.PRINTED_CHARS)."""
+
+
 def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, config_index: int,
              audit: OpAudit | None = None, bounds: BoundsAudit | None = None, view=None,
              provenance: Provenance | None = None) -> dict:
@@ -361,8 +389,10 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     inst.active = True
     window = audit.window({buf.untyped_storage().data_ptr() for buf, _, _ in inputs}) if audit \
         else contextlib.nullcontext()
+    printed = Printed()
     try:
-        with window, (view() if view else contextlib.nullcontext()):
+        with window, (view() if view else contextlib.nullcontext()), contextlib.redirect_stdout(printed), \
+                contextlib.redirect_stderr(printed):
             result = entry(*args, **kwargs)
         if device == "cuda":
             torch.cuda.synchronize()
@@ -379,6 +409,8 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
         for tuner, configs in tuners:
             tuner.configs = list(configs)
     record["seconds"] = time.perf_counter() - start
+    if printed.text or printed.dropped:  # the student's own output, for the student under a failing test
+        record["printed"] = {"text": printed.text, "dropped": printed.dropped}
     if record["error"] is not None and device == "cuda":
         try:
             torch.cuda.synchronize()
