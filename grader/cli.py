@@ -94,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--threshold", type=float, default=None,
                    help="flag pairs scoring above this (default: grader/course/similarity.py's THRESHOLD, 0.8)")
     m.add_argument("--config", type=Path, default=ROOT / "config.yaml", help="the course configuration")
+    lb = sub.add_parser("leaderboard", help="write a graded class's speed leaderboard again, or say why it is empty")
+    lb.add_argument("--homework", required=True, help="homework id from config.yaml")
+    lb.add_argument("--out", type=Path, default=None, help="the class's results folder (default: config.yaml's "
+                                                           "results_dir)")
+    lb.add_argument("--config", type=Path, default=ROOT / "config.yaml", help="the course configuration")
     zr = sub.add_parser("gradescope-run", help="(inside the autograder) grade /autograder/submission into "
                                                "/autograder/results/results.json")
     zr.add_argument("--homework", required=True)
@@ -148,6 +153,22 @@ def main(argv: list[str] | None = None) -> int:
         for student, whys in sorted(skipped.items()):
             print(f"{student}: not compared: {'; '.join(whys)}", file=sys.stderr)
         return SOME_FAILED if skipped else 0
+    if args.command == "leaderboard":
+        from grader.course import leaderboard
+
+        if args.homework not in cfg.homeworks:
+            print(f"unknown homework {args.homework!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
+            return 2
+        hw, out = cfg.homeworks[args.homework], args.out or ROOT / cfg.results_dir
+        students = sorted(p.name for p in out.iterdir() if p.is_dir() and not p.is_symlink()) if out.is_dir() else []
+        board = leaderboard.collect(out, hw, students)
+        if not board:
+            print(leaderboard.why_empty(out, hw, students, tasks))
+            return 0
+        for path in leaderboard.write(out, hw, board):
+            print(f"wrote {path}")
+        return 0
+
     device = resolve_device(args.device or cfg.device)
 
     def show(result: TaskResult, pictures: Path | None = None) -> None:

@@ -151,3 +151,30 @@ def test_a_student_sees_what_their_code_printed_under_the_failing_test(tmp_path,
     hidden = [t for t in student if t.get("visibility") == "hidden"]
     assert len(hidden) == 1 and "printed" not in hidden[0]  # under its neutral name, with no output
     assert "my debug" in {t["name"]: t for t in result.staff_json()["tests"]}["tiny_fp32"]["printed"]
+
+
+def test_many_autotune_configs_are_told_and_a_task_without_autotuning_has_no_such_test(tmp_path, task10, cfg):
+    """Issue 47: on 1824752, 30 autotune configs graded task 10 in 158 s instead of 9 s with no word, and every
+    puzzle showed an "autotune" test (failing whenever no case passed) though no puzzle asks for autotuning. Now a
+    kernel with more than MANY_CONFIGS configs gets a note under the autotune test (passing or not), and a task
+    with no kernel to autotune and no points for it has no autotune test."""
+    from grader.config import discover_tasks
+    from grader.pipeline.result import MANY_CONFIGS
+    from grader.results import report
+
+    many = MANY_CONFIGS + 4
+    configs = "".join(f"        triton.Config({{'BLOCK_SIZE': 1024}}, num_warps={1 << (k % 4)}, num_stages={k}),\n"
+                      for k in range(1, many + 1))
+    start = SOLUTION.index("    configs=[\n") + len("    configs=[\n")
+    slow = SOLUTION[:start] + configs + SOLUTION[SOLUTION.index("    ],\n    key="):]
+    task = task10.subset({"n1_fp32"}, timeout_s={"cpu": 120})
+    puzzle = discover_tasks()[0]["puzzle01_constant_add"]
+    assert "autotune" in task.test_names and "autotune" not in puzzle.test_names
+    slow_r, skeleton_r = grade_jobs([Job(task, _file(tmp_path, "slow.py", slow), "slow"),
+                                     Job(puzzle, puzzle.folder / "skeleton.py", "sk")], cfg, "cpu", workers=2)
+    tune = _by_name(slow_r)["autotune"]
+    assert tune.outcome == "passed" and f"_quantize_global has {many} autotune configs" in tune.note
+    assert f"note: _quantize_global has {many} autotune configs" in report.summary(slow_r)
+    assert next(t for t in slow_r.student_json()["tests"] if t["name"] == "autotune")["note"] == tune.note
+    assert "autotune" not in _by_name(skeleton_r) and skeleton_r.score == 0
+    assert not _by_name(slow_r)["n1_fp32"].note and slow_r.score == task.points

@@ -107,3 +107,37 @@ def test_the_ranked_tests_must_exist(tmp_path):
         else:
             with pytest.raises(ConfigError, match="leaderboard"):
                 load_config(tmp_path / "config.yaml", tasks)
+
+
+def test_an_empty_leaderboard_says_why(tmp_path):
+    """Issue 47: on 1824752 no message said why a batch on a CPU machine wrote no leaderboard, and there was no
+    `leaderboard` command. Now batch says why (here: no result yet, the speed tests not run on the CPU, none
+    passed, none ranked), and `python -m grader leaderboard` writes the board again or says the same."""
+    import subprocess
+    import sys
+
+    from grader.config import ROOT, discover_tasks, load_config
+
+    tasks = discover_tasks()[0]
+    task = tasks["10_quantize_global_int8"]
+    hw = Homework(id="hw4_int8", title="HW", tasks={task.id: task.points})
+    speed = task.perf[0].id
+    assert "holds no result" in leaderboard.why_empty(tmp_path, hw, ["ann"], tasks)
+    (tmp_path / "ann").mkdir()
+    data = {"environment": {"device": "cpu"}, "tests": [{"name": speed, "outcome": "not_run"}]}
+    (tmp_path / "ann" / f"{task.id}.json").write_text(json.dumps(data))
+    why = leaderboard.why_empty(tmp_path, hw, ["ann"], tasks)
+    assert "its speed tests run on cuda only, and this class was graded on cpu" in why
+    done = subprocess.run([sys.executable, "-m", "grader", "leaderboard", "--homework", "hw4_int8", "--out",
+                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and why in done.stdout, done.stdout + done.stderr
+    data["tests"][0]["outcome"] = "failed"
+    (tmp_path / "ann" / f"{task.id}.json").write_text(json.dumps(data))
+    assert "no submission passed a ranked speed test" in leaderboard.why_empty(tmp_path, hw, ["ann"], tasks)
+    assert "has a ranked speed test" in leaderboard.why_empty(tmp_path, replace(hw, leaderboard=[]), ["ann"], tasks)
+    assert load_config().homeworks["hw4_int8"].tasks[task.id] == task.points  # the command graded that homework
+    data["tests"][0].update(outcome="passed", metric={"speedup": 1.5, "vs_reference": 0.9, "ms": 1.0})
+    (tmp_path / "ann" / f"{task.id}.json").write_text(json.dumps(data))
+    done = subprocess.run([sys.executable, "-m", "grader", "leaderboard", "--homework", "hw4_int8", "--out",
+                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "leaderboard.csv" in done.stdout and (tmp_path / "leaderboard.csv").is_file()

@@ -249,8 +249,15 @@ class TaskSpec:
         return round(sum(self.test_points(device).values()), 6)
 
     @property
+    def has_autotune_test(self) -> bool:
+        """Whether the task grades autotuning: a kernel that must be autotuned, or points for it. A task with
+        neither (the puzzles) has no autotune test: it used to show one, failing whenever no case passed."""
+        return bool(self.autotuned_kernels) or self.autotune_points > 0
+
+    @property
     def test_names(self) -> list[str]:
-        return [*GATES, AUTOTUNE_TEST, *(c.id for c in self.cases), *(p.id for p in self.perf)]
+        return [*GATES, *([AUTOTUNE_TEST] if self.has_autotune_test else []), *(c.id for c in self.cases),
+                *(p.id for p in self.perf)]
 
     def visibility(self, test_name: str) -> str:
         """A test's visibility (VISIBILITIES): its case's, or public for the gates, autotune and speed tests."""
@@ -272,7 +279,8 @@ class TaskSpec:
     def test_points(self, device: str | None = None) -> dict[str, float]:
         """Points per test; with a device, 0 for the tests not run there."""
         skip = self.not_run_on(device) if device else set()
-        return {**{g: 0.0 for g in GATES}, AUTOTUNE_TEST: self.autotune_points, **{c.id: c.points for c in self.cases},
+        autotune = {AUTOTUNE_TEST: self.autotune_points} if self.has_autotune_test else {}
+        return {**{g: 0.0 for g in GATES}, **autotune, **{c.id: c.points for c in self.cases},
                 **{p.id: 0.0 if p.id in skip else p.points for p in self.perf}}
 
     @property

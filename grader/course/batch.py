@@ -283,6 +283,8 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
         write_gradescope(out, student, hw, [e for e in board if e.student == student])
     if board:
         leaderboard.write(out, hw, board)
+    else:
+        show(leaderboard.why_empty(out, hw, students, tasks))
     write_gradebook(rows, hw, out / "gradebook.csv")
     write_summary(rows, hw, out, out / "summary.md", class_notes, told)
     show(f"graded {len(recorded)} new submission(s); gradebook: {out / 'gradebook.csv'}")

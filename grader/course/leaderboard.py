@@ -91,6 +91,34 @@ def collect(out: Path, hw: Homework, students: list[str]) -> list[Entry]:
     return found
 
 
+def why_empty(out: Path, hw: Homework, students: list[str], tasks: dict) -> str:
+    """Why `collect` found nothing, in one sentence for the TA: no ranked speed test in the homework, no result yet,
+    speed tests not run where the class was graded (the CPU interpreter), or no correct, fairly timed result."""
+    ranked = [(t, p.id) for t in hw.tasks if t in tasks for p in tasks[t].perf if hw.ranks(t, p.id)]
+    if not ranked:
+        return (f"no leaderboard for {hw.id}: none of its tasks has a ranked speed test (task.yaml `perf`, "
+                "config.yaml `leaderboard`)")
+    outcomes, devices = [], set()
+    for student in students:
+        for task_id in hw.tasks:
+            path = out / student / f"{task_id}.json"
+            if not path.is_file():
+                continue
+            data = json.loads(path.read_text())
+            devices.add(str((data.get("environment") or {}).get("device", "?")))
+            outcomes += [t.get("outcome") for t in data.get("tests", [])
+                         if (task_id, t.get("name")) in ranked]
+    if not outcomes:
+        return f"no leaderboard for {hw.id}: {out} holds no result of its tasks yet (run batch first)"
+    if all(o == "not_run" for o in outcomes):
+        runs_on = sorted({d for t, p in ranked for perf in tasks[t].perf if perf.id == p for d in perf.devices})
+        return (f"no leaderboard for {hw.id}: its speed tests run on {', '.join(runs_on)} only, and this class was "
+                f"graded on {', '.join(sorted(devices))} (the CPU interpreter's times mean nothing): grade it on a "
+                "GPU machine for a leaderboard")
+    return (f"no leaderboard for {hw.id}: no submission passed a ranked speed test (a correct result, timed "
+            "fairly, ranks; the speed tests' messages say why each did not)")
+
+
 def gradescope_entries(entries: list[Entry]) -> list[dict]:
     """Gradescope's results.json `leaderboard` items for one student's entries (higher ranks first)."""
     return [{"name": f"{e.task} {e.test} (speedup)", "value": round(e.speedup, 3), "order": "desc"}

@@ -51,6 +51,8 @@ class Verdict:
     """Tracebacks and logs: for staff only."""
     picture: bytes | None = None
     """PNG of the first failing output (tasks with `pictures: true`)."""
+    note: str = ""
+    """Something the student should know even when the test passes (many autotune configs make grading slow)."""
     printed: str = ""
     """What the student's code printed during the first failing call (theirs: shown to them, marked, under the
     test; it decides nothing)."""

@@ -256,6 +256,7 @@ class GradingContext:
                 seen.append(f"{spec.name}: {len(configs)} configs")
         if problems:
             return judge.Verdict(False, "\n".join(problems))
+        note = long_config_note(self.results.load["kernels"], self.task)
         # The configs must also work: points for autotuning go to a kernel that passes at least one case
         # under every one of its configs (each case runs every config).
         if self.task.cases and not any(self.case_verdict(i).ok for i in range(len(self.task.cases))):
@@ -263,8 +264,8 @@ class GradingContext:
                 return judge.Verdict(False, "no case passes: no kernel of this task must be autotuned, so this test "
                                             "only asks for one passing case (the case tests say what fails)")
             return judge.Verdict(False, "; ".join(seen) + ", but no case passes under all of them "
-                                 "(autotune points need a working autotuned kernel)")
-        return judge.Verdict(True, "; ".join(seen) or "no kernel of this task must be autotuned")
+                                 "(autotune points need a working autotuned kernel)", note=note)
+        return judge.Verdict(True, "; ".join(seen) or "no kernel of this task must be autotuned", note=note)
 
     def case_verdict(self, index: int) -> judge.Verdict:
         if index not in self._verdicts:
@@ -361,6 +362,25 @@ def _metric(value: object) -> dict[str, float]:
     return {str(k): float(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
+MANY_CONFIGS = 8
+"""More autotune configs than this on a kernel get a note: every case runs under each config (on the CPU interpreter
+too), so 30 configs graded task 10 in 158 s where 2 took 9 s, and the student was told nothing."""
+
+
+def long_config_note(kernels: dict, task: TaskSpec) -> str:
+    """A note for a submission whose autotuned kernels have many configs: how much longer its grading takes."""
+    counts = {name: len((info or {}).get("configs") or []) for name, info in kernels.items()
+              if isinstance(info, dict) and info.get("kind") == "autotune"}
+    many = {name: n for name, n in counts.items() if n > MANY_CONFIGS}
+    if not many:
+        return ""
+    need = max([k.min_configs for k in task.autotuned_kernels] + [2])
+    return ("; ".join(f"{name} has {n} autotune configs" for name, n in many.items())
+            + f": every case runs under each of them, so grading takes about {max(many.values()) / need:.0f}x as "
+            f"long as with {need} (what this task asks for), and on a GPU autotuning at first call takes as much "
+            "longer; a few well-chosen configs are enough")
+
+
 def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest_out: str,
                  runs: list[WorkerRun]) -> TaskResult:
     tests = []
@@ -387,7 +407,8 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         printed = meta.get("printed") if not passed and isinstance(meta.get("printed"), str) else ""
         tests.append(TestResult(name, outcome.label, max_points if passed else 0.0, max_points, message, staff,
                                 visibility=job.task.visibility(name), metric=_metric(meta.get("metric")),
-                                printed=printed[:judge.PRINTED_CHARS + 100]))
+                                printed=printed[:judge.PRINTED_CHARS + 100],
+                                note=meta["note"][:500] if isinstance(meta.get("note"), str) else ""))
     env = dict(environment(ctx.device))
     if ctx.device == "cpu":  # what the interpreter cannot show: the CUDA sizes of the shrunk cases
         env["smaller_on_cpu"] = {c.id: {k: f"{v} (CUDA: {c.params.get(k)})" for k, v in c.cpu.items()}

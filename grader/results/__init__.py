@@ -22,6 +22,8 @@ class TestResult:
     """public | hidden | after_due_date (the case's, config.VISIBILITIES)."""
     metric: dict[str, float] = field(default_factory=dict)
     """A speed test's measurement for the leaderboard (judge.Verdict.metric); empty for every other test."""
+    note: str = ""
+    """What the student should know even when the test passes (grader/judge Verdict.note)."""
     printed: str = ""
     """A failing test: what the student's code printed during the failing call (theirs, bounded; shown under the
     test, marked as theirs and escaped, never read by the grader)."""
@@ -34,7 +36,7 @@ NOT_PUBLIC = {
 
 
 def _student_test(test: dict) -> dict:
-    shown = {k: v for k, v in test.items() if k != "staff" and (k not in ("picture", "metric", "printed") or v)}
+    shown = {k: v for k, v in test.items() if k != "staff" and (k not in ("picture", "metric", "printed", "note") or v)}
     if test.get("visibility", "public") != "public":
         shown["message"] = NOT_PUBLIC.get(test["visibility"], NOT_PUBLIC["hidden"])
         shown.pop("picture", None)

@@ -56,6 +56,8 @@ def summary(result: TaskResult, staff: bool = False) -> str:
             lines += [f"{'':50}{r}" for r in rest[:20]]
         if t.picture:
             lines.append(f"{'':50}picture: {escape.terminal(t.picture)}")
+        if t.note:
+            lines += [f"{'':50}note: {r}" for r in escape.terminal_lines(t.note)[:5]]
         if t.printed and mark not in ("PASS", "SKIP") and (t.visibility == "public" or staff):
             # the student's own output: marked as theirs on every line, escaped, bounded (PRINTED_LINES)
             said = escape.terminal_lines(t.printed)
