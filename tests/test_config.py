@@ -287,3 +287,13 @@ def test_tasks_check_finds_what_an_author_got_wrong(task10, capsys):
     assert "'!n127_fp16'" not in problems  # an exclusion of a real test is fine
     assert check_tasks({"10_typo": typo}, {}) == 1 and check_tasks({task10.id: task10}, {}) == 0
     assert "FAIL 10_typo" in capsys.readouterr().out
+
+
+def test_a_mistyped_task_id_in_config_yaml_gets_a_did_you_mean(tmp_path):
+    """Issue 47: on 1824752 a homework naming `10_quantize_global_int` said only "no folder tasks/...". """
+    text = (ROOT / "config.yaml").read_text().replace("10_quantize_global_int8:", "10_quantize_global_int:", 1)
+    assert "10_quantize_global_int:" in text
+    (tmp_path / "config.yaml").write_text(text)
+    with pytest.raises(ConfigError, match="no folder tasks/10_quantize_global_int; did you mean "
+                                          "10_quantize_global_int8"):
+        load_config(tmp_path / "config.yaml", discover_tasks()[0])

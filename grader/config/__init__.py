@@ -7,6 +7,7 @@ when a value is missing or of the wrong kind.
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import fnmatch
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -653,7 +654,9 @@ def _check_course_tasks(cfg: CourseConfig, tasks: dict[str, TaskSpec], where: st
             if task_id not in tasks and tasks_dir_has(task_id):
                 continue  # the folder exists but is broken: discover_tasks reported it
             if task_id not in tasks:
-                raise ConfigError(f"{hw_where}.tasks: no folder tasks/{task_id}")
+                guess = difflib.get_close_matches(task_id, list(tasks), n=1, cutoff=0.6)
+                raise ConfigError(f"{hw_where}.tasks: no folder tasks/{task_id}"
+                                  + (f"; did you mean {guess[0]}?" if guess else ""))
             total = graded[task_id].points  # leaving out 0-point speed tests changes no total
             if abs(total - points) > 1e-9:
                 raise ConfigError(
