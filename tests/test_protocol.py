@@ -203,7 +203,8 @@ def test_identical_files_are_graded_once(cfg, small10, tmp_path, monkeypatch):
 
 
 def test_printing_never_decides_a_verdict(cfg, small10, tmp_path, monkeypatch):
-    """A file that prints megabytes a call gets the verdicts of the same file without the prints: the runner cuts
+    """A file that prints megabytes at import and in each call gets the verdicts of the same file without the
+    prints: a call's output is kept bounded for the student (and only under a failing test), and the runner cuts
     the worker's log back as it grows (runner.cap_log), so a print never meets the sandbox's file-size limit
     (here 48 MiB, with the log cut back past 1 MiB, and 24 MB printed a call, three calls a case; before, each
     print past the limit raised 'File too large'). The margin is the runner's: it looks every 20 ms here, and a
@@ -215,7 +216,10 @@ def test_printing_never_decides_a_verdict(cfg, small10, tmp_path, monkeypatch):
     printer = tmp_path / "printer.py"
     loud = ("    for _ in range(240):\n        print('x' * 100_000)\n        sum(range(20_000))\n"
             "    n_elements = x.numel()\n")
-    printer.write_text(SOLUTION.replace("    n_elements = x.numel()\n", loud, 1))
+    # A call's prints are kept for the student, bounded (worker.Printed); what the module prints at import goes
+    # to the log, which the runner cuts back
+    at_import = "\nfor _ in range(240):\n    print('x' * 100_000)\n    sum(range(20_000))\n"
+    printer.write_text(SOLUTION.replace("    n_elements = x.numel()\n", loud, 1) + at_import)
     quiet = tmp_path / "quiet.py"
     quiet.write_text(SOLUTION)
     small_files = dataclasses.replace(cfg, sandbox=SandboxConfig(limits={"file_size_mb": 48}))
