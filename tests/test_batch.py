@@ -430,6 +430,10 @@ def test_every_decision_the_ta_did_not_make_is_said(setup, task10, tmp_path):
         assert len(missing) == 1 and missing[0]["max_score"] == 3.0 and "no file named" in missing[0]["output"]
         assert "`11_quantize_rowwise_int8`: not submitted (0 / 3)" in data["output"]
     assert "`10_quantize_global_int8`: 0 / " in json.loads((out / "ann" / "results.json").read_text())["output"]
+    said.clear()  # a rerun grades nothing new and still says all of it (resumed files included)
+    run_batch(root, hw, tasks, cfg, "cpu", out, grade=ScoredFakeGrader(), manifest=manifest, show=said.append)
+    assert f"ann: {tid}: the manifest has no row for you and this task" in "\n".join(said)
+    assert any("the manifest has no row" in w for w in json.loads((out / "ann" / "intake.json").read_text()))
     summary = (out / "summary.md").read_text().split("## Decided by the grader")[1].replace("\\", "")  # Markdown
     for words in ("times.csv:2: no student folder is named Ann", f"bob: {tid} (1).py: not graded", "dan: hw4.zip",
                   "eve: your folder holds no file", f"ann: {tid}: 383 day(s) late"):

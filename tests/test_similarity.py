@@ -418,3 +418,16 @@ def test_a_notebook_is_compared_by_what_it_grades(tmp_path):
     assert sim.collect(tmp_path, [task.id])[task.id].keys() == {"ben"}  # without the tasks, .py files only
     (pair,) = sim.compare_files(task.id, files, sim.boilerplate(task.folder))
     assert pair.score > sim.THRESHOLD
+
+
+def test_the_file_compared_is_the_file_batch_grades(tmp_path):
+    """A task's file in a sub-folder (a zip unpacked in the student's folder) is graded by batch (intake
+    `task_files`) and so compared; a browser's re-upload `<task> (1).py` is neither."""
+    from grader.course.similarity import collect
+
+    (tmp_path / "ann" / "hw4").mkdir(parents=True)
+    (tmp_path / "ann" / "hw4" / "10_quantize_global_int8.py").write_text("a = 1\n")
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "10_quantize_global_int8 (1).py").write_text("b = 2\n")
+    found = collect(tmp_path, iter(["10_quantize_global_int8"]))
+    assert found == {"10_quantize_global_int8": {"ann": "a = 1\n"}}

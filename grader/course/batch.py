@@ -220,12 +220,6 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
                                                   "nothing of it was graded: tell the course staff")
             show(f"{shown(student)}: not graded: {type(exc).__name__}: {shown(str(exc)[:200])}")
 
-    for p in planned:  # a manifest without this file's row: the file's time decides, and the student is told
-        if p.time_source == MTIME_NO_ROW:
-            note = (f"{p.task.id}: the manifest has no row for you and this task: your file's modification time "
-                    f"({p.submitted_at.isoformat(timespec='seconds')}) is your submission time")
-            told[p.student].append(note)
-            show(f"{shown(p.student)}: {note}")
     warning = mtime_lateness_warning(planned, hw, bool(manifest))
     if warning:
         show(warning)
@@ -369,6 +363,19 @@ def plan_student(root: Path, name: str, student: str, hw: Homework, tasks: dict[
         sha = hashlib.sha256(source if why is None else f"refused: {why}".encode()).hexdigest()
         if why is not None:  # said on every run while the file stays refused (its result is resumed, not redone)
             failed.setdefault(student, []).append(why)
+        try:
+            mtime = dt.datetime.fromtimestamp(path.lstat().st_mtime, dt.timezone.utc)
+        except OSError:
+            mtime = dt.datetime.now(dt.timezone.utc)
+        if times is None:
+            when, source_of_time = mtime, MTIME_NO_MANIFEST
+        elif (student, task_id) in times:
+            when, source_of_time = times[(student, task_id)], MANIFEST
+        else:
+            when, source_of_time = mtime, MTIME_NO_ROW
+        if source_of_time == MTIME_NO_ROW:  # said on every run, resumed or not, as every note of the intake
+            told.append(f"{task_id}: the manifest has no row for you and this task: your file's modification time "
+                        f"({when.isoformat(timespec='seconds')}) is your submission time")
         previous = ledger.attempts(hw.id, student, task_id)
         if not force and any(a.sha256 == sha and a.grader_version == versions[task_id] for a in previous):
             continue  # resume: graded before, by this grader
@@ -380,16 +387,6 @@ def plan_student(root: Path, name: str, student: str, hw: Homework, tasks: dict[
             refused[task_id] = {"sha256": sha, "why": why}
             show(f"{shown(student)}/{task_id}: not graded: the limit of {hw.max_attempts} attempts is reached")
             continue
-        try:
-            mtime = dt.datetime.fromtimestamp(path.lstat().st_mtime, dt.timezone.utc)
-        except OSError:
-            mtime = dt.datetime.now(dt.timezone.utc)
-        if times is None:
-            when, source_of_time = mtime, MTIME_NO_MANIFEST
-        elif (student, task_id) in times:
-            when, source_of_time = times[(student, task_id)], MANIFEST
-        else:
-            when, source_of_time = mtime, MTIME_NO_ROW
         if why is not None:
             planned.append(Planned(student, tasks[task_id], path, sha, when, refused=refused_result(
                 tasks[task_id], student, str(path), device, why), time_source=source_of_time))

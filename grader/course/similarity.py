@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.config import Homework, TaskSpec
-from grader.gates.intake import LINK_MESSAGE, IntakeError, read_submitted, student_id
+from grader.gates.intake import LINK_MESSAGE, IntakeError, read_submitted, student_id, task_files
 from grader.gates.notebook import NotebookFolder
 from grader.results import escape
 
@@ -402,6 +402,7 @@ def collect(root: Path, task_ids: Iterable[str], tasks: dict[str, TaskSpec] | No
     (grader/gates/intake.py): students by their printable id, no link followed, sizes bounded; what cannot be
     read goes to `skipped` (student -> why)."""
     skipped = {} if skipped is None else skipped
+    task_ids = list(task_ids)
     students: dict[str, str] = {}  # id -> folder name
     for entry in sorted(os.scandir(root), key=lambda e: e.name):
         if not entry.name.startswith(".") and (entry.is_symlink() or entry.is_dir(follow_symlinks=False)):
@@ -409,15 +410,17 @@ def collect(root: Path, task_ids: Iterable[str], tasks: dict[str, TaskSpec] | No
             if entry.is_symlink():
                 skipped.setdefault(student_id(entry.name), []).append(f"the folder {LINK_MESSAGE}")
     students = {s: n for s, n in students.items() if s not in skipped}
-    notebooks = {s: NotebookFolder(root / n) for s, n in students.items()} if tasks else {}
+    notebooks = {s: NotebookFolder(root / n, deep=True) for s, n in students.items()} if tasks else {}
+    # the file batch grades for each task (grader/gates/intake.py `task_files`: nearest the top, at any depth)
+    decided = {s: task_files(root / n, task_ids) for s, n in students.items()}
     found: dict[str, dict[str, str]] = {}
     for task_id in task_ids:
         found[task_id] = {}
         for s, name in students.items():
             folder = root / name
             try:
-                if os.path.lexists(folder / f"{task_id}.py"):
-                    data = read_submitted(folder, f"{task_id}.py")
+                if task_id in decided[s].files:
+                    data = read_submitted(folder, decided[s].files[task_id])
                 else:
                     hit = notebooks[s].for_task(tasks[task_id]) if tasks and task_id in tasks else None
                     data = hit[1].source if hit else None
