@@ -551,3 +551,25 @@ def test_a_stopped_batch_says_one_line_and_leaves_no_process(tmp_path, how):
     time.sleep(2)
     left = [pid for pid in seen if _alive(pid)]
     assert not left, [(pid, (Path("/proc") / str(pid) / "cmdline").read_bytes()[:200]) for pid in left]
+
+
+def test_a_bad_manifest_is_one_line_naming_the_file_and_line(tmp_path):
+    """Issue 47: on 1824752 a short row gave a TypeError traceback, and a header `Student,Task,Submitted At` gave
+    "...:2: submitted_at must be an ISO 8601 time with an offset, got None"."""
+    from grader.course.batch import ManifestError, read_manifest
+
+    cases = {"student,task,submitted_at\nann,10_quantize_global_int8\n": "times.csv:2: a row needs student, task",
+             "Student,Task,Submitted At\nann,10,2025-11-09T18:00:00+03:00\n": "times.csv: no column student, "
+                                                                               "submitted_at, task",
+             "student,task,submitted_at\nann,10,yesterday\n": "times.csv:2: submitted_at must be an ISO 8601 time",
+             "student,task,submitted_at\nann,10,2025-11-09T18:00:00\n": "times.csv:2: submitted_at needs a UTC offset"}
+    for text, words in cases.items():
+        path = tmp_path / "times.csv"
+        path.write_text(text)
+        with pytest.raises(ManifestError) as raised:
+            read_manifest(path)
+        assert words in str(raised.value).replace(str(tmp_path) + "/", ""), str(raised.value)
+    path.write_text("student,task,submitted_at\nann,10,2025-11-09T18:00:00+03:00\nann,10,2025-11-10T18:00:00+03:00\n")
+    times = read_manifest(path)
+    assert times[("ann", "10")].day == 10 and times.notes == [
+        "times.csv:3: a second row for ann and 10 (the first is line 2): line 3 is used"]
