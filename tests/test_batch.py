@@ -251,7 +251,15 @@ def _batch(root, out, *extra, log):
     with log.open("w") as f:
         return subprocess.Popen([sys.executable, "-m", "grader", "batch", str(root), "--homework", "puzzles",
                                  "--device", "cpu", "--out", str(out), *extra], cwd=ROOT, env=env,
-                                stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_interruptible)
+
+
+def _interruptible() -> None:
+    """SIGINT as a terminal's Ctrl-C finds it. A shell without job control starts background jobs with SIGINT
+    ignored, and Python keeps an ignored SIGINT ignored: `make test &` in a script gave the batch below a Ctrl-C
+    it never saw (a fresh clone's run hung here 60 s)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _finish(proc, log, timeout=300):
