@@ -280,3 +280,17 @@ def test_odd_folder_names_get_printable_ids_and_every_report(tmp_path, key_grade
     assert all(json.loads((out / i / f"{P01}.json").read_text())["score"] == 1 for i in
                ("new\\nline", "bad\\udcffname", "<img src=x onerror=alert(1)>"))
     assert len(key_grader.seen) == 5
+
+
+def test_the_notes_on_files_not_graded_quote_hostile_names(tmp_path):
+    """What intake.task_files says about a file it does not grade names the student's file: a name with a newline,
+    a terminal escape or Markdown is quoted (`shown`), so it neither starts a line nor moves a TA's cursor."""
+    from grader.gates.intake import task_files
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    for name in ("evil\n- 10_quantize_global_int8: 2 of 2.py", "\x1b]0;title\x07link.zip", "![img](x).txt"):
+        (folder / name).write_text("x")
+    notes = task_files(folder, ["10_quantize_global_int8"]).notes
+    assert len(notes) == 3 and not any("\n" in n or "\x1b" in n or "\x07" in n for n in notes), notes
+    assert any(n.startswith("'evil\\n- 10_quantize_global_int8: 2 of 2.py': not graded") for n in notes), notes
