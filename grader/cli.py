@@ -138,8 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "similarity":
         from grader.course.similarity import THRESHOLD, similarity_report
 
-        if args.homework not in cfg.homeworks:
-            print(f"unknown homework {args.homework!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
+        if not _known_homework(args.homework, cfg):
             return 2
         if not args.root.is_dir():
             print(f"no such folder: {args.root}", file=sys.stderr)
@@ -157,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "leaderboard":
         from grader.course import leaderboard
 
-        if args.homework not in cfg.homeworks:
-            print(f"unknown homework {args.homework!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
+        if not _known_homework(args.homework, cfg):
             return 2
         hw, out = cfg.homeworks[args.homework], args.out or ROOT / cfg.results_dir
         students = sorted(p.name for p in out.iterdir() if p.is_dir() and not p.is_symlink()) if out.is_dir() else []
@@ -279,8 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "batch":
         from grader.course.batch import ManifestError, OtherClass, run_batch
 
-        if args.homework not in cfg.homeworks:
-            print(f"unknown homework {args.homework!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
+        if not _known_homework(args.homework, cfg):
             return 2
         try:
             rows = run_batch(args.root, cfg.homeworks[args.homework], tasks, cfg, device,
@@ -345,6 +342,14 @@ class Stopped(BaseException):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
+
+
+def _known_homework(hw_id: str, cfg) -> bool:
+    """Whether config.yaml has homework `hw_id`; if not, says so with the known ones (the CLI then exits 2)."""
+    if hw_id not in cfg.homeworks:
+        print(f"unknown homework {hw_id!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
+        return False
+    return True
 
 
 def entry() -> None:

@@ -287,3 +287,15 @@ def test_accepted_ranges_are_computed_once_and_travel_with_the_answers(tmp_path,
     for fresh, kept in zip(ranges, saved["ranges"][0]):
         for (key, value), (key2, value2) in zip(fresh, kept):
             assert key == tuple(key2) and all(torch.equal(a, b) for a, b in zip(value, value2))
+
+
+def test_a_garbled_printed_record_is_read_as_nothing():
+    """A worker's `printed` of the wrong shape or size (its record is the student's to forge) decides nothing and
+    shows at most PRINTED_CHARS: judge.printed_text reads only {"text": str, "dropped": int}."""
+    from grader import judge
+
+    for garbled in (None, "text", 5, {"text": b"x"}, {"text": ["a"]}, {"dropped": 3}, []):
+        assert judge.printed_text({"printed": garbled}) == ""
+    assert judge.printed_text("not a run") == ""
+    big = judge.printed_text({"printed": {"text": "y" * 10**6, "dropped": "many"}})
+    assert big.startswith("y" * judge.PRINTED_CHARS) and len(big) < judge.PRINTED_CHARS + 60
