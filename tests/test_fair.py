@@ -259,3 +259,64 @@ def test_an_error_inside_an_interpreted_kernel_names_the_kernel_line(tmp_path):
     message = {t.name: t.message for t in result.tests}["n5_7x19_k3x2_b2"]
     assert f"line {line} in conv2d_kernel: kk = tl.arange(0, KH)" in message
     assert "hint: tl.arange(start, end) needs end - start to be a power of 2" in message
+
+
+
+def test_configs_that_differ_only_where_the_interpreter_looks_away_are_called_once(tmp_path):
+    """On the CPU, configs with the same kwargs and hooks compute the same bits (the interpreter ignores num_warps
+    and num_stages): the first config's call serves the others (grader/worker/main.py `same_call`), and the
+    verdict is the one each call of its own gave."""
+    cfg = load_config()
+    task = load_task(TASK10).subset({"n1_fp32", "n1025_fp32", "large_fp32"}, autotune_points=0.0)
+    source = (TASK10 / "solution.py").read_text()
+    configs = ('        triton.Config({"BLOCK_SIZE": 1024}, num_warps=4),\n'
+               '        triton.Config({"BLOCK_SIZE": 2048}, num_warps=8),\n'
+               '        triton.Config({"BLOCK_SIZE": 4096}, num_warps=8),\n')
+    assert configs in source
+    path = tmp_path / "10_quantize_global_int8.py"
+    path.write_text(source.replace(configs, '        triton.Config({"BLOCK_SIZE": 1024}, num_warps=4),\n'
+                                            '        triton.Config({"BLOCK_SIZE": 1024}, num_warps=8, num_stages=2),\n'
+                                            '        triton.Config({"BLOCK_SIZE": 2048}, num_warps=8),\n'
+                                            '        triton.Config({"BLOCK_SIZE": 1024}, num_warps=2),\n'))
+    (result,) = grade_jobs([Job(task, path, "same")], cfg, "cpu", workers=1)
+    log = result.staff["worker_log"]
+    # four configs, two distinct calls, and the twin (the provenance check) of each case
+    assert log.count("5 run(s) (2 the same call as an earlier config)") == 3, log
+    assert result.score == result.max_score, [t.message for t in result.tests]
+
+
+def test_a_call_that_serves_another_config_is_compiled_for_the_gpu_with_that_configs_options():
+    """The GPU compilation check reads num_warps and num_stages, so `same_call` runs it again, per launch, with
+    the other config's options (a stand-in check here records what it was asked)."""
+    import triton
+
+    from grader.worker.main import Instruments, same_call
+
+    class Kernel:
+        fn = "the kernel's function"
+
+    class Tuner:
+        def __init__(self, fn, configs):
+            self.fn, self.configs = fn, configs
+
+    kernel = Kernel()
+    configs = [triton.Config({"B": 64}, num_warps=4, num_stages=2), triton.Config({"B": 64}, num_warps=8,
+                                                                                    num_stages=3)]
+    asked = []
+
+    class Check:
+        def check(self, fn, args, kwargs):
+            asked.append((fn, args, kwargs))
+            return "does not compile" if kwargs["num_warps"] == 8 else None
+
+    inst = Instruments.__new__(Instruments)
+    inst.gpu_check = Check()
+    source = {"config_index": 0, "configs": {}, "error": None, "seconds": 1.5, "provenance": {"x": 1},
+              "outputs": [{"kind": "tensor", "tensor": "t"}], "launches": [{"kernel": "k", "gpu_compile": None}]}
+    copy = same_call(source, [(kernel, ("a",), {"B": 64, "num_warps": 4, "num_stages": 2})], 1,
+                     [(Tuner(kernel, configs), configs)], inst)
+    assert asked == [("the kernel's function", ("a",), {"B": 64, "num_warps": 8, "num_stages": 3, "num_ctas": 1})]
+    assert copy["launches"] == [{"kernel": "k", "gpu_compile": "does not compile"}]
+    assert source["launches"] == [{"kernel": "k", "gpu_compile": None}]  # the first config's record unchanged
+    assert copy["config_index"] == 1 and copy["same_call_as"] == 0 and "provenance" not in copy
+    assert copy["outputs"] == source["outputs"] and copy["outputs"][0] is not source["outputs"][0]

@@ -60,6 +60,8 @@ class Instruments:
 
     def __init__(self) -> None:
         self.launches: list[dict] = []
+        self.calls: list[tuple] = []
+        """(kernel, args, kwargs) of each of `launches`: what `same_call` compiles again under another config."""
         self.allocs: list[tuple[torch.Tensor, torch.Tensor, int]] = []
         self.active = False
         self.path = ""
@@ -103,6 +105,7 @@ class Instruments:
                     if inst.gpu_check is not None and type(self).__name__ == "InterpretedFunction":
                         launch["gpu_compile"] = inst.gpu_check.check(self.fn, args, kwargs)
                     inst.launches.append(launch)
+                    inst.calls.append((self, args, kwargs))
                     if inst.writes is not None:
                         watched = (*inst.writes.before(tensors, name), name)
                     if inst.audit is not None:
@@ -156,7 +159,7 @@ class Instruments:
             setattr(torch.Tensor, name, wrap(getattr(torch.Tensor, name), keep_values=name != "new_empty"))
 
     def reset(self) -> None:
-        self.launches, self.allocs = [], []
+        self.launches, self.allocs, self.calls = [], [], []
 
 
 def _arg_names(kernel) -> list[str]:
@@ -312,11 +315,47 @@ def config_at(configs: list, index: int):
 
 
 def interpreted_key(tuners: list, index: int) -> tuple:
-    """What the interpreter's run of config `index` depends on: the configs' kwargs. It ignores num_warps and
-    num_stages, so configs that differ only there touch the same addresses and one call serves them all (task
-    11's three configs: one call)."""
-    return tuple(tuple(sorted((k, repr(v)) for k, v in config_at(configs, index).kwargs.items()))
+    """What the interpreter's run of config `index` depends on: the configs' kwargs and hooks. It ignores
+    num_warps and num_stages, so configs that differ only there touch the same addresses, compute the same bits,
+    and one call serves them all (task 11's three configs: one call)."""
+    return tuple((tuple(sorted((k, repr(v)) for k, v in config_at(configs, index).kwargs.items())),
+                  id(getattr(config_at(configs, index), "pre_hook", None)),
+                  id(getattr(config_at(configs, index), "post_hook", None)))
                  for _, configs in tuners)
+
+
+OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+"""A config's fields that only a GPU compilation reads (the interpreter ignores them)."""
+
+
+def config_labels(tuners: list, config_index: int) -> dict[str, str]:
+    """Each autotuned kernel's forced config for run `config_index`, as text, by kernel name."""
+    return {getattr(getattr(tuner, "base_fn", None) or tuner.fn, "__name__", "kernel"):
+            config_label(config_at(configs, config_index)) for tuner, configs in tuners}
+
+
+def same_call(source: dict, calls: list, config_index: int, tuners: list, inst: Instruments) -> dict:
+    """On the interpreter, config `config_index`'s record when an earlier config of the case has the same
+    `interpreted_key`: the interpreter ignores num_warps and num_stages, so the call would compute the same bits,
+    touch the same addresses and run the same torch ops; the record is the earlier one's under this config's name
+    (`same_call_as`), and only what does read those fields runs again: each launch's GPU compilation check
+    (grader/worker/gpu_compile.py), with this config's options. On the CPU, three configs that differ only in
+    num_warps cost one call instead of three."""
+    record = {**source, "config_index": config_index, "configs": config_labels(tuners, config_index),
+              "same_call_as": source["config_index"], "seconds": 0.0}
+    record.pop("provenance", None)  # the twin is compared with the call it was paired with, under its config only
+    record["outputs"] = [dict(o) for o in source.get("outputs") or []]
+    launches = [dict(launch) for launch in source.get("launches") or []]
+    if inst.gpu_check is not None:
+        for launch, (kernel, args, kwargs) in zip(launches, calls):
+            options = {}
+            for tuner, configs in tuners:
+                if any(link is kernel for link in _kernel_chain(tuner)):
+                    options = {k: v for k, v in config_at(configs, config_index).all_kwargs().items() if k in OPTIONS}
+            if "gpu_compile" in launch and options:
+                launch["gpu_compile"] = inst.gpu_check.check(kernel.fn, args, {**kwargs, **options})
+    record["launches"] = launches
+    return record
 
 
 class Printed:
@@ -353,12 +392,9 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     """One call of the entry on fresh guarded inputs, under one forced autotune config (`view`: a context the
     call runs in, such as `interpreter.interpreted`; `provenance`: the recorder of the provenance check, for the
     calls it compares, under the op audit)."""
-    record: dict = {"config_index": config_index, "configs": {}, "error": None}
+    record: dict = {"config_index": config_index, "configs": config_labels(tuners, config_index), "error": None}
     for tuner, configs in tuners:
-        chosen = config_at(configs, config_index)
-        tuner.configs = [chosen]  # one config: the autotuner runs it without benchmarking
-        name = getattr(getattr(tuner, "base_fn", None) or tuner.fn, "__name__", "kernel")
-        record["configs"][name] = config_label(chosen)
+        tuner.configs = [config_at(configs, config_index)]  # one config: the autotuner runs it without benchmarking
 
     inputs = []
 
@@ -701,11 +737,22 @@ def main(job_file: Path, records_fd: int) -> int:
         # order, from the trusted side) is called under one config, chosen by the case's index so that a class of
         # cases covers every config, and that config's graded call is recorded the same way.
         twin = case.get("twin") if job.provenance and not job.warm and not job.launch else None
-        paired = i % n_runs if twin else None
+        # On the interpreter, configs with the same `interpreted_key` make one call (`same_call`); the twin's
+        # config is then the first of a group, so the call it records serves the group too.
+        keys = [interpreted_key(tuners, c) if device == "cpu" else c for c in range(n_runs)]
+        firsts = [c for c in range(n_runs) if keys.index(keys[c]) == c]
+        paired = firsts[i % len(firsts)] if twin else None
+        ran: dict[tuple, tuple[dict, list]] = {}  # on the interpreter: a config's key -> its call (`same_call`)
         for c in range(n_runs):
-            with stages.stage("cases"), shared():
-                record = run_case(entry, case, device, inst, tuners, c, audit, first_bounds,
-                                  provenance=Provenance() if c == paired else None)
+            key = keys[c] if device == "cpu" else None
+            if key in ran:
+                record = same_call(*ran[key], c, tuners, inst)
+            else:
+                with stages.stage("cases"), shared():
+                    record = run_case(entry, case, device, inst, tuners, c, audit, first_bounds,
+                                      provenance=Provenance() if c == paired else None)
+                if key is not None:
+                    ran[key] = (record, list(inst.calls))
             runs.append(record)
             # progress, for the runner's stall limit (grading.stall_s): one more run of this case is done
             status({"case": case["id"], "index": i, "runs": c + 1})
@@ -735,7 +782,9 @@ def main(job_file: Path, records_fd: int) -> int:
             share_outputs(runs)
             records.tensors(Kind.CASE, i, {"id": case["id"], "runs": runs})
         calls = sum(r["seconds"] for r in runs)
-        print(f"  {case['id']}: {len(runs)} run(s) {t_save - t_case:.2f} s (calls {calls:.2f} s), "
+        same = sum(1 for r in runs if "same_call_as" in r)
+        print(f"  {case['id']}: {len(runs)} run(s){f' ({same} the same call as an earlier config)' if same else ''} "
+              f"{t_save - t_case:.2f} s (calls {calls:.2f} s), "
               f"save {time.perf_counter() - t_save:.2f} s", flush=True)
         if any(r.get("fatal") for r in runs):
             status({"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
