@@ -170,10 +170,18 @@ def main(argv: list[str] | None = None) -> int:
 
     device = resolve_device(args.device or cfg.device)
 
+    shown_first: dict[tuple[str, str], set[str]] = {}
+
     def show(result: TaskResult, pictures: Path | None = None) -> None:
+        """A result as it comes; a job's full result after its first pass (its cases, `result.pending` not
+        timed yet) shows only the tests the first one left out, and the score."""
         if pictures is not None:
             report.save_pictures(result, pictures)
-        print(report.summary(result, staff=args.staff), flush=True)
+        key = (result.student, result.submission)
+        if result.pending:
+            shown_first[key] = set(result.pending)
+        only = shown_first.pop(key, None) if not result.pending else None
+        print(report.summary(result, staff=args.staff, only=only), flush=True)
         print(flush=True)
 
     if args.command == "grade":

@@ -113,6 +113,41 @@ def test_resume_limit_best_last_and_late(setup, task10):
     assert rows["ann"][tid] == 1.5 and rows["ann"]["late"] == "yes"  # 75% of 2.0
 
 
+def test_a_first_result_is_shown_and_written_but_only_the_full_one_is_recorded(setup, task10):
+    """grade_jobs hands a job with speed tests over twice: once its cases are judged (`pending` names the speed
+    tests not timed yet), then in full. The first is shown and written as the attempt's file; only the full one
+    gets a ledger row, and a batch killed between the two grades the file again."""
+    out, tid = setup[3], task10.id
+    seen = []
+
+    def grade(jobs, cfg, device, workers, on_result=None):
+        (job,) = jobs
+        first = TaskResult(task=tid, student=job.student, submission=str(job.submission), score=1.0, max_score=2.0,
+                           tests=[], checks={}, environment={}, submission_sha256="", graded_at="2025-11-01",
+                           pending=["speed_vs_compile"])
+        on_result(first)
+        seen.append((json.loads(next((out / "ann" / "attempts").glob("*.json")).read_text())["pending"],
+                     _ledger_rows(out)))
+        if grade.killed:
+            raise KeyboardInterrupt
+        full = dataclasses.replace(first, score=2.0, pending=[])
+        on_result(full)
+        return [full]
+
+    grade.killed = True
+    _submit(setup[2], tid, 2.0, DEADLINE - dt.timedelta(days=1))
+    with pytest.raises(KeyboardInterrupt):
+        _run(setup, grade)
+    assert seen == [(["speed_vs_compile"], [])]  # written, not recorded
+    grade.killed = False
+    lines = []
+    hw, cfg, root, results, tasks = setup
+    rows = run_batch(root, hw, tasks, cfg, "cpu", results, grade=grade, show=lines.append)
+    assert len(seen) == 2 and rows["ann"][tid] == 2.0 and _ledger_rows(out) == [("ann", tid)]
+    assert any("(cases judged; speed_vs_compile not timed yet)" in line for line in lines), lines
+    assert json.loads((out / "ann" / f"{tid}.json").read_text())["pending"] == []
+
+
 def test_manifest_times_decide_lateness(setup, task10, tmp_path):
     _submit(setup[2], task10.id, 2.0, DEADLINE - dt.timedelta(days=3))
     manifest = tmp_path / "times.csv"

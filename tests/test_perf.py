@@ -14,6 +14,7 @@ from grader.isolation.runner import WorkerRun
 from grader.judge import speed
 from grader.pipeline.grading import Job, grade_jobs
 from grader.protocol import Kind
+from grader.results import report
 
 TASK23 = ROOT / "tasks" / "23_lowbit_dw_fused"
 TASK22 = ROOT / "tasks" / "22_lowbit_relu_mask"
@@ -263,7 +264,22 @@ def test_timed_end_to_end_on_the_cpu_and_not_run_elsewhere(tmp_path, cfg):
             PerfTest(id="speed_cuda", points=1.0, case="r1_c7", baseline=str(slow), threshold=1.0,
                      devices=("cuda",), warmup=1, reps=5)]
     task = dataclasses.replace(task, cases=[task.cases[0]], perf=perf)
-    (result,) = grade_jobs([Job(task, TASK22 / "solution.py", "s")], cfg, "cpu", workers=1)
+    given = []
+    (result,) = grade_jobs([Job(task, TASK22 / "solution.py", "s")], cfg, "cpu", workers=1, on_result=given.append)
+    # Two results: the first as soon as the case is judged (one thread: the timing worker starts after the
+    # case shard), its speed tests not timed yet, then the full one, which is the one returned.
+    first, full = given
+    assert full is result and not result.pending
+    assert first.pending == ["speed_pass", "speed_fail"] and first.max_score == result.max_score
+    early = {t.name: t for t in first.tests}
+    assert early["speed_pass"].outcome == "not_run" and early["speed_pass"].max_points == 1.0
+    assert early["speed_pass"].message.startswith("not timed yet") and early["r1_c7"].outcome == "passed"
+    assert first.score == task.cases[0].points and early["speed_cuda"].outcome == "not_run"
+    # what `grade` prints: the first result with its speed tests waiting, then only what it left out
+    shown = report.summary(first)
+    assert "WAIT  speed_pass" in shown and "so far: speed_pass, speed_fail not timed yet" in shown
+    later = report.summary(result, only=set(first.pending))
+    assert "PASS  speed_pass" in later and "PASS  r1_c7" not in later and "so far" not in later
     tests = {t.name: t for t in result.tests}
     assert tests["speed_pass"].outcome == "passed" and tests["speed_pass"].points == 1.0
     assert tests["speed_pass"].message.startswith("baseline ") and "yours" in tests["speed_pass"].message

@@ -245,6 +245,14 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
             return late
 
     def on_result(r: TaskResult) -> None:
+        if r.pending:  # a first result, its speed tests not timed yet: said, and not recorded (the full one is)
+            p = by_key.get((r.student, r.task)) or by_path.get(r.submission)
+            if p is not None:  # its attempt file (no ledger row: a batch killed now grades it again)
+                path = out / p.student / ATTEMPTS / f"{p.task.id}.{p.sha256[:12]}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, json.dumps(r.student_json(), indent=2) + "\n")
+            show(report.one_line(r))
+            return
         late = record(r)
         if verbose:
             show(report.summary(r) + (f"\n{late}" if late else "") + "\n")

@@ -171,6 +171,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
         plan = plan_shards({n: contexts[n][2].cases for n in runnable}, workers, specialize, visibility)
         runs: dict[int, list[WorkerRun]] = {n: [] for n in range(len(contexts))}
         pending = {n: 0 for n in range(len(contexts))}
+        shards_left = {n: len(plan.get(n, [])) for n in range(len(contexts))}
         staff_records: dict[int, Path | None] = {}
 
         # Judging costs up to a second or two a job at CUDA sizes. Here it runs in a pool of judge processes (one
@@ -182,6 +183,21 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                          initializer=_judge_process) if judges else None
         judging: dict = {}
 
+        def first_pass(n: int, result: TaskResult) -> None:
+            """A job's result before its speed tests are timed (`result.pending` names them): handed to
+            `on_result` as soon as its cases are judged; the full result replaces it (`done`). One that comes
+            back from a judge process after the full result is dropped."""
+            if n in results or not result.pending:
+                return
+            result = toolchain.annotate(result, cfg.toolchain)
+            given_first.add(n)
+            progress.step(f"{contexts[n][0].student}/{contexts[n][0].task.id}: cases")
+            if on_result:
+                on_result(result)
+            for d in copies.get(n, []):
+                if on_result:
+                    on_result(reused(result, contexts[d][0], contexts[n][0]))
+
         def done(n: int, result: TaskResult) -> None:
             job, folders, _ = contexts[n]
             result = toolchain.annotate(result, cfg.toolchain)  # graded with the course's torch and triton?
@@ -190,7 +206,8 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 stages["static"] = round(static_s.get(n, 0.0), 4)
                 stages["oracle"] = round(oracle_s.get(job.task.id, 0.0) / max(1, per_task.get(job.task.id, 1)), 4)
             results[n] = result
-            progress.step(f"{job.student}/{job.task.id}")
+            progress.step(f"{job.student}/{job.task.id}" + (": timed" if n in timed_jobs else ""),
+                          2 if n in timed_jobs and n not in given_first else 1)
             if on_result:
                 on_result(result)
             if keep is not None:  # the trusted files: job descriptions, record streams, logs, the suite's report
@@ -199,30 +216,40 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
             for d in copies.pop(n, []):
                 done(d, reused(result, contexts[d][0], job))
 
-        def finish(n: int) -> None:
+        def finish(n: int, speed_pending: bool = False) -> None:
+            """Judge job `n` from the runs it has; `speed_pending`: its cases only, while its timing worker
+            runs (the first pass: `first_pass`)."""
             job, folders, ctx = contexts[n]
+            then = first_pass if speed_pending else done
             try:
                 if judge_pool is None:
                     prepared.answer(job.task)
-                    done(n, judge_job(job, folders, ctx, runs[n], staff_records.get(n)))
+                    ctx = replace(ctx, speed_pending=speed_pending, _verdicts={})
+                    then(n, judge_job(job, folders, ctx, list(runs[n]), staff_records.get(n)))
                 else:
-                    judging[judge_pool.submit(judge_job_apart, job, folders, ctx.static, device, runs[n], backend,
-                                              prepared.case_paths(job.task), tree.answers_file(job.task.id),
-                                              staff_records.get(n), ctx.tritons)] = n
+                    judging[judge_pool.submit(judge_job_apart, job, folders, ctx.static, device, list(runs[n]),
+                                              backend, prepared.case_paths(job.task), tree.answers_file(job.task.id),
+                                              staff_records.get(n), ctx.tritons, speed_pending)] = (n, then)
             except Exception as exc:  # noqa: BLE001
-                done(n, grader_failure(job, device, exc, runs[n]))
+                if not speed_pending:
+                    done(n, grader_failure(job, device, exc, runs[n]))
 
         def drain(block: bool) -> None:
             for future in [f for f in judging if block or f.done()]:
-                n = judging.pop(future)
+                n, then = judging.pop(future)
                 try:
                     result = future.result()
                 except Exception as exc:  # noqa: BLE001 - a judge process that died, or could not send its result
+                    if then is first_pass:
+                        continue  # the full result says it
                     result = grader_failure(contexts[n][0], device, exc, runs[n])
-                done(n, result)
+                then(n, result)
 
         gpus = visible_gpus() if device == "cuda" else []
-        progress = Progress(len(contexts))
+        # A job with speed tests is judged twice: once its cases are done (`first_pass`), and once timed.
+        timed_jobs = {n for n in runnable if any(device in p.devices for p in contexts[n][0].task.perf)}
+        given_first: set[int] = set()
+        progress = Progress(len(contexts) + len(timed_jobs))
         for n in sorted(results):  # refused before anything ran
             done(n, results[n])
         # grader/isolation/schedule.py: one pool runs the staff's timing runs, the case shards and the timing workers,
@@ -258,11 +285,13 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                     hidden = any(job.task.cases[i].visibility != "public" for i in indices)
                     spec = replace(base_spec, sees_hidden=hidden, **on_gpu())
                     cost = shard_cost(contexts[n][2].cases, indices, specialize[n])
-                    # The heaviest shards first (longest job first); a hidden shard after its job's public ones,
-                    # ahead of new jobs' shards (its job is nearly done), or early on an idle thread.
+                    # Jobs in order, so that results come from the first minute on and files finish one after
+                    # another, not all at the end; within a job the heaviest shard first. A hidden shard after its
+                    # job's public ones, ahead of new jobs' shards (its job is nearly done), or early on an idle
+                    # thread.
                     pool.add(("shard", n, k), functools.partial(_shard_into, finished, (n, k), shard_runner,
                                                                 folders, k, spec, indices),
-                             priority=(1 if hidden else 2, -cost, n), after=public if hidden else (), early=True)
+                             priority=(1 if hidden else 2, n, -cost), after=public if hidden else (), early=True)
                     pending[n] += 1
                 perf = [PerfItem(index=i, test=p.id, case=job.task.case_index(p.case),
                                  baseline=_portable(job.task.folder / p.baseline), warmup=p.warmup, reps=p.reps,
@@ -319,10 +348,14 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                                         run_id=f"{key[0]}-{n}", problem=f"{type(result).__name__}: {result}")]
                 if key[0] == "timing":
                     staff_records[n] = staff_runs[contexts[n][0].task.id][0]
+                else:
+                    shards_left[n] -= 1
                 runs[n] += result
                 pending[n] -= 1
                 if not pending[n] and n not in results:
                     finish(n)
+                elif not shards_left[n] and key[0] == "shard" and n not in results:
+                    finish(n, speed_pending=True)  # its cases are done; its timing worker is not
                 drain(block=False)
         finally:
             pool.close()
@@ -387,7 +420,8 @@ def visible_gpus() -> list[int]:
 class Progress:
     """How far a grading run is, on stderr: at a terminal, a progress bar with an estimate of the time left (tqdm,
     when installed: `make setup` and the kit's setup.sh install it); elsewhere (a log, CI, Gradescope) a line per
-    finished job with the same estimate. Nothing for a single job."""
+    finished job with the same estimate. Nothing for a single job. A job with speed tests counts twice: judged,
+    then timed (its timing worker runs after every case shard of the class)."""
 
     def __init__(self, total: int, stream=None) -> None:
         self.total, self.done, self.start = total, 0, time.monotonic()
@@ -402,11 +436,11 @@ class Progress:
                 self.bar = tqdm(total=total, unit="file", file=self.stream, dynamic_ncols=True, smoothing=0.1,
                                 bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
 
-    def step(self, label: str) -> None:
-        self.done += 1
+    def step(self, label: str, units: int = 1) -> None:
+        self.done += units
         if self.bar is not None:
             self.bar.set_postfix_str(label, refresh=False)
-            self.bar.update(1)
+            self.bar.update(units)
             if self.done >= self.total:
                 self.bar.close()
             return

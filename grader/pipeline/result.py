@@ -72,7 +72,8 @@ def judge_job(job: Job, folders: JobFolders, ctx: GradingContext, runs: list[Wor
 
 def judge_job_apart(job: Job, folders: JobFolders, report: static.StaticReport, device: str,
                     runs: list[WorkerRun], backend: str, case_files: dict[int, Path], answers: Path,
-                    staff_records: Path | None = None, tritons: Tritons | None = None) -> TaskResult:
+                    staff_records: Path | None = None, tritons: Tritons | None = None,
+                    speed_pending: bool = False) -> TaskResult:
     """`judge_job` in a judge process of a pool: it reads the inputs the workers got and the oracle's answers
     (once per task and process). Like the main process, it never imports a submission."""
     try:
@@ -94,7 +95,8 @@ def judge_job_apart(job: Job, folders: JobFolders, report: static.StaticReport, 
             _JUDGE_CASES[key] = cases
     except Exception as exc:  # noqa: BLE001
         return grader_failure(job, device, exc, runs)
-    ctx = GradingContext(job.task, device, report, _JUDGE_CASES[key], None, backend, tritons or Tritons())
+    ctx = GradingContext(job.task, device, report, _JUDGE_CASES[key], None, backend, tritons or Tritons(),
+                         speed_pending=speed_pending)
     return judge_job(job, folders, ctx, runs, staff_records)
 
 
@@ -212,6 +214,13 @@ class GradingContext:
     tritons: Tritons = field(default_factory=Tritons)
     """The triton grading here and the course's: what a known error's message names (grader/judge/known_errors.py)."""
     _verdicts: dict[int, judge.Verdict] = field(default_factory=dict)
+    speed_pending: bool = False
+    """The first pass of a job with speed tests: its cases are judged while its timing worker runs; the speed
+    tests say so (grader/pipeline/grading.py `first_pass`)."""
+
+    def pending(self) -> list[str]:
+        """The speed tests this judgment leaves for the second pass."""
+        return [p.id for p in self.task.perf if self.device in p.devices] if self.speed_pending else []
 
     def _not_run(self) -> str | None:
         if not self.static.imports and not self.static.signatures:
@@ -398,8 +407,8 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         message = meta.get("message")
         staff = meta.get("staff", "")
         outcome = Outcome.PASSED if passed else Outcome.FAILED
-        if entry.get("outcome") == "skipped" and name in job.task.not_run_on(ctx.device):
-            outcome = Outcome.NOT_RUN  # only a test the task says is not run here; any other skip fails
+        if entry.get("outcome") == "skipped" and (name in job.task.not_run_on(ctx.device) or name in ctx.pending()):
+            outcome = Outcome.NOT_RUN  # only a test the task says is not run here, or not yet; any other skip fails
         if message is None:  # the judge itself raised: students get a short line, staff the traceback
             outcome = Outcome.ERROR
             message = "internal grader error while judging this test (staff see the traceback)"
@@ -453,4 +462,5 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         checks=checks,
         environment=env, submission_sha256=job.sha256, graded_at=_now(), staff=staff,
         withheld={**asdict(job.task.withheld), "message": job.task.withheld.sentence()} if job.task.withheld else {},
+        pending=ctx.pending(),
     )

@@ -65,6 +65,9 @@ class TaskResult:
     diagnosis: str = ""
     """One line naming the case parameter that separates the failing public cases from the passing ones
     (grader/judge/diagnosis.py), or "" when none does."""
+    pending: list[str] = field(default_factory=list)
+    """The speed tests not timed yet: a first result, given as soon as the cases are judged, that the full one
+    replaces once they are timed (grader/pipeline/grading.py). Empty in every result that is recorded."""
 
     def student_json(self) -> dict:
         """What the student may see: no staff detail, and of a test that is not public only its outcome, points

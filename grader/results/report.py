@@ -25,14 +25,15 @@ def one_line(result: TaskResult) -> str:
         what += (", " if what else "") + f"{hidden} hidden"
     # the student is a folder's name: one line, no escape sequence (escape.terminal)
     return (f"{escape.terminal(result.student)}/{result.task}: {result.score:g} / {result.max_score:g}"
-            + (f"  failed: {what}" if what else ""))
+            + (f"  failed: {what}" if what else "")
+            + (f"  (cases judged; {', '.join(result.pending)} not timed yet)" if result.pending else ""))
 
 
 PRINTED_LINES = 20
 """The most lines of a failing test's printed output `summary` shows (the JSON keeps up to 2000 characters)."""
 
 
-def summary(result: TaskResult, staff: bool = False) -> str:
+def summary(result: TaskResult, staff: bool = False, only: set[str] | None = None) -> str:
     """A graded task for a terminal. What a student controls (the submission's path, the messages that quote
     their exceptions, their worker's log) is escaped (escape.terminal): no escape sequence reaches the screen,
     and a message's lines after the first are indented under the message's column, so a newline in a student's
@@ -45,7 +46,11 @@ def summary(result: TaskResult, staff: bool = False) -> str:
     if env.get("toolchain_note"):  # grader/pipeline/toolchain.py: not the versions the course grades with
         lines.append(f"  {escape.terminal(env['toolchain_note'])}")
     for t in result.tests:
+        if only is not None and t.name not in only:
+            continue  # (the speed tests, after the first pass showed the rest)
         mark = {"passed": "PASS", "failed": "FAIL", "not_run": "SKIP"}.get(t.outcome, "ERROR")
+        if t.name in result.pending:
+            mark = "WAIT"
         pts = f"{t.points:g}/{t.max_points:g}"
         first, *rest = escape.terminal_lines(t.message or "")
         name = escape.terminal(t.name if t.visibility == "public" else f"{t.name} [{t.visibility}]")
@@ -73,7 +78,8 @@ def summary(result: TaskResult, staff: bool = False) -> str:
             f"{case} ({', '.join(f'{k}={v}' for k, v in params.items())})" for case, params in shrunk.items()))
     if result.diagnosis:
         lines.append(f"  diagnosis: {result.diagnosis}")
-    lines.append(f"  score: {result.score:g} / {result.max_score:g}")
+    lines.append(f"  score: {result.score:g} / {result.max_score:g}"
+                 + (f" so far: {', '.join(result.pending)} not timed yet" if result.pending else ""))
     if result.withheld:
         lines.append(f"  {result.withheld['message']}")
     if staff:
