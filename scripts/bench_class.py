@@ -23,6 +23,7 @@ import functools
 import json
 import os
 import pstats
+import re
 import shutil
 import sys
 import tempfile
@@ -31,10 +32,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.config import ROOT, discover_tasks, load_config  # noqa: E402
+from grader.config import ROOT, SandboxConfig, discover_tasks, load_config  # noqa: E402
 from grader.course.batch import run_batch  # noqa: E402
 from grader.pipeline.grading import grade_jobs, resolve_device  # noqa: E402
 from grader.pipeline.result import PROFILE_ENV  # noqa: E402
+from scripts.bench_floor import cpu_times, floor  # noqa: E402
 
 
 def tag_kernels(source: str, tag: str) -> str:
@@ -60,17 +62,6 @@ def synthetic_class(n: int, dest: Path, identical: bool = False) -> Path:
         for f in [] if identical else student.glob("*.py"):
             f.write_text(tag_kernels(f.read_text(), f"copy {i}"))
     return dest
-
-
-def cpu_times() -> tuple[float, float] | None:
-    """(busy, total) core-seconds of the whole machine since boot, from /proc/stat (None elsewhere)."""
-    try:
-        fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    except (OSError, ValueError, IndexError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    tick = os.sysconf("SC_CLK_TCK")
-    return (sum(fields) - idle) / tick, sum(fields) / tick
 
 
 def read_staff(results: Path) -> list[tuple[str, dict]]:
@@ -160,10 +151,15 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
     start = time.perf_counter()
     if prof:
         prof.enable()
-    done: list[float] = []  # when each job's result came in (run_batch shows one summary per job)
+    done: list[float] = []  # when each job's full result came in (run_batch shows a line per result)
+    first: list[float] = []  # and its first one (its cases judged, its speed tests not timed yet)
+
+    def show(line: str) -> None:
+        if RESULT_LINE.match(line):
+            (first if "not timed yet" in line else done).append(time.perf_counter() - start)
+
     run_batch(root, hw, tasks, cfg, device, work / "results", workers,
-              grade=functools.partial(grade_jobs, backend=backend),
-              show=lambda s: done.append(time.perf_counter() - start))
+              grade=functools.partial(grade_jobs, backend=backend), show=show)
     if prof:
         prof.disable()
     seconds = time.perf_counter() - start
@@ -175,7 +171,9 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
               f"{busy / max(seconds, 1e-9):.1f} cores on average", flush=True)
     if done:  # a long tail (one slow job at the end) shows as a late 100% after an early 90%
         print("results : " + ", ".join(f"{q}% in {done[min(len(done) - 1, len(done) * q // 100)]:.0f} s"
-                                        for q in (25, 50, 75, 90, 100)), flush=True)
+                                        for q in (25, 50, 75, 90, 100))
+              + f"; the first at {min(first + done):.1f} s" + (f" ({len(first)} first passes)" if first else ""),
+              flush=True)
     staffs = read_staff(work / "results")
     quiet_report(staffs, cfg.stall_s.get(device, 0.0))
     stages = stage_report(staffs)
@@ -189,7 +187,55 @@ def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, pr
         for key in ("cumulative", "tottime"):
             pstats.Stats(*profiles).sort_stats(key).print_stats(profile_judge)
     shutil.rmtree(work, ignore_errors=True)
-    return seconds, busy, stages
+    marks = {"first": min(first + done, default=float("nan")), "all": max(done, default=float("nan"))}
+    return seconds, busy, stages, marks
+
+
+RESULT_LINE = re.compile(r"^student\d+/\S+: [\d.e+-]+ / ")
+"""A job's line in run_batch's output (grader/results/report.py `one_line`): a student of `synthetic_class`."""
+
+
+def bare(cfg, tasks: dict) -> tuple:
+    """The pipeline with every check off: no address check, write check, provenance check, GPU compile check
+    (CPU only) or sandbox, and no speed tests."""
+    return (dataclasses.replace(cfg, bounds=False, writes=False, provenance=False, gpu_compile=False,
+                                sandbox=SandboxConfig(enabled=False)),
+            {k: dataclasses.replace(t, perf=[]) for k, t in tasks.items()})
+
+
+def compare(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool) -> None:
+    """Issue 48's table, in one run, each setting cold: the compile floor (scripts/bench_floor.py), the bare
+    pipeline, every check on; their ratios, the time to the first result; then one student's files and one
+    task-12 file alone on the idle machine, every check on."""
+    work = Path(tempfile.mkdtemp(prefix="bench-compare-"))
+    root = synthetic_class(n, work / "subs", identical)
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
+    rows = {"floor": floor(root, {t: tasks[t] for t in hw.tasks if t in tasks}, cfg, device, workers)}
+    shutil.rmtree(work, ignore_errors=True)
+    files = rows["floor"]["files"]
+    for name, (c, t) in (("bare", bare(cfg, tasks)), ("full", (cfg, tasks))):
+        print(f"--- {name}", flush=True)
+        wall, busy, _, marks = timed(n, workers, device, hw, t, c, identical)
+        rows[name] = {"wall": wall, "busy": busy, **marks}
+    print(f"compare : {n} students, {files} files, {device}", flush=True)
+    print(f"  {'':6} {'wall s':>8} {'core-s':>8} {'core-s/file':>12} {'first s':>8} {'last s':>8}", flush=True)
+    for name, row in rows.items():
+        print(f"  {name:6} {row['wall']:8.1f} {row['busy']:8.0f} {row['busy'] / max(1, files):12.2f} "
+              f"{row.get('first', float('nan')):8.1f} {row.get('all', float('nan')):8.1f}", flush=True)
+    full, base, low = rows["full"], rows["bare"], rows["floor"]
+    print(f"  full / bare : wall {full['wall'] / base['wall']:.2f}x, core-s {full['busy'] / base['busy']:.2f}x "
+          "(goal <= 1.4)", flush=True)
+    print(f"  full / floor: wall {full['wall'] / low['wall']:.2f}x, core-s {full['busy'] / low['busy']:.2f}x "
+          "(goal <= 1.8)", flush=True)
+    print(f"  first result: {full['first']:.1f} s with every check on (goal <= 30 s)", flush=True)
+    one = timed(1, workers, device, hw, tasks, cfg, identical)
+    print(f"latency : one student's {sum(1 for t in hw.tasks if t in tasks)} files, every check on, cold: "
+          f"{one[0]:.1f} s (goal <= 15 s)", flush=True)
+    twelve = [t for t in hw.tasks if t.startswith("12_")]
+    if twelve:
+        alone = dataclasses.replace(hw, tasks={twelve[0]: hw.tasks[twelve[0]]})
+        lat = timed(1, workers, device, alone, tasks, cfg, identical)
+        print(f"latency : one {twelve[0]} file, every check on, cold: {lat[0]:.1f} s (goal <= 10 s)", flush=True)
 
 
 def main() -> int:
@@ -204,6 +250,8 @@ def main() -> int:
     parser.add_argument("--judges", type=int, default=None, help="override config.yaml's grading.judges")
     parser.add_argument("--identical", action="store_true", help="copies share kernel sources (and compilations)")
     parser.add_argument("--no-speed-tier", action="store_true", help="grade without the tasks' speed tests")
+    parser.add_argument("--compare", action="store_true",
+                        help="the compile floor, the bare pipeline and every check on, in one run (issue 48's table)")
     parser.add_argument("--provenance", choices=["on", "off", "both"], default="on",
                         help="the provenance check (grading.provenance); both: the class without it, then with it, "
                              "and the ratio of busy core-seconds")
@@ -232,6 +280,9 @@ def main() -> int:
               f"{serial * 200:.0f} s for 200", flush=True)
     if not args.students:
         return 0
+    if args.compare:
+        compare(args.students, args.workers, device, hw, tasks, cfg, args.identical)
+        return 0
     settings = [args.provenance == "on"] if args.provenance != "both" else [False, True] * max(1, args.repeats)
     runs: list[tuple[bool, tuple[float, float, dict[str, float]]]] = []
     for setting in settings:
@@ -242,7 +293,7 @@ def main() -> int:
     parallel = runs[-1][1][0]
     if args.provenance == "both":
         pairs = [(runs[i][1], runs[i + 1][1]) for i in range(0, len(runs), 2)]
-        for k, ((wall0, busy0, _), (wall1, busy1, _)) in enumerate(pairs, 1):
+        for k, ((wall0, busy0, _, _), (wall1, busy1, _, _)) in enumerate(pairs, 1):
             print(f"provenance pair {k}: busy core-seconds {busy0:.0f} -> {busy1:.0f} ({busy1 / busy0:.3f}x), wall "
                   f"{wall0:.1f} -> {wall1:.1f} s ({wall1 / wall0:.3f}x), {files} files", flush=True)
         busy = [sum(p[i][1] for p in pairs) for i in (0, 1)]
