@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -331,3 +332,33 @@ def test_a_worker_is_stopped_after_the_stall_limit_of_what_it_says_it_is_doing(t
         proc.popen.kill()
         proc.popen.wait()
     assert (ended, limit) == expected
+
+
+def test_a_job_is_judged_without_waiting_for_another_tasks_oracle(cfg, small10, monkeypatch):
+    """The oracle answers each task in a thread of its own, in job order: a job is judged once its runs and its
+    own task's answers are there. Here task 11's oracle takes 25 s; the task-10 job before it is judged (and
+    handed to on_result) while that oracle still works. Before, every task's answers came first, in the main
+    thread, and no result could come before all of them."""
+    from grader.config import load_task
+    from grader.pipeline import oracle
+
+    t11 = load_task(ROOT / "tasks" / "11_quantize_rowwise_int8")
+    small11 = t11.subset({t11.cases[0].id}, autotune_points=0.0)
+    slow_done = []
+    answer_cases = oracle.answer_cases
+
+    def slow(task, cases):
+        answer_cases(task, cases)
+        if task.id == small11.id:
+            time.sleep(25)
+            slow_done.append(time.monotonic())
+
+    monkeypatch.setattr(oracle, "answer_cases", slow)
+    given = []
+    jobs = [Job(small10, ROOT / "tasks" / small10.id / "solution.py", "a"),
+            Job(small11, ROOT / "tasks" / small11.id / "solution.py", "b")]
+    first, second = grade_jobs(jobs, cfg, "cpu", workers=2,
+                               on_result=lambda r: given.append((r.task, time.monotonic())))
+    assert first.score == first.max_score and second.score == second.max_score
+    when = dict(given)
+    assert when[small10.id] < slow_done[0] <= when[small11.id], (given, slow_done)

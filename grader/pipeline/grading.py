@@ -22,6 +22,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
@@ -234,6 +235,50 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 if not speed_pending:
                     done(n, grader_failure(job, device, exc, runs[n]))
 
+        answered: dict[str, threading.Event] = {}
+        oracle_failed: dict[str, BaseException] = {}
+        for n, (job, _, _) in enumerate(contexts):
+            if n not in results and n not in later:
+                answered.setdefault(job.task.id, threading.Event())
+        order = list(dict.fromkeys(contexts[n][0].task.id for n in range(len(contexts))
+                                   if contexts[n][0].task.id in answered))
+
+        def oracle_work() -> None:
+            """Each task's answers, in the order of the jobs (the oracle thread)."""
+            tasks_by_id = {job.task.id: job.task for job, _, _ in contexts}
+            for task_id in order:
+                t_oracle = time.perf_counter()
+                try:
+                    prepared.answer(tasks_by_id[task_id])
+                except Exception as exc:  # noqa: BLE001 - a staff error: that task's jobs fail, with the reason
+                    oracle_failed[task_id] = exc
+                finally:
+                    oracle_s[task_id] = oracle_s.get(task_id, 0.0) + time.perf_counter() - t_oracle
+                    answered[task_id].set()
+
+        waiting: list[tuple[int, bool]] = []
+        """Jobs ready to be judged whose task's answers are not there yet, in the order they became ready."""
+
+        def when_answered(n: int, speed_pending: bool = False) -> None:
+            waiting.append((n, speed_pending))
+            flush()
+
+        def flush() -> None:
+            for item in list(waiting):
+                n, speed_pending = item
+                event = answered.get(contexts[n][0].task.id)
+                if event is not None and not event.is_set():
+                    continue
+                waiting.remove(item)
+                if n in results:
+                    continue
+                failed = oracle_failed.get(contexts[n][0].task.id)
+                if failed is not None:
+                    if not speed_pending:
+                        done(n, grader_failure(contexts[n][0], device, failed, runs[n]))
+                    continue
+                finish(n, speed_pending)
+
         def drain(block: bool) -> None:
             for future in [f for f in judging if block or f.done()]:
                 n, then = judging.pop(future)
@@ -324,22 +369,17 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                          priority=(3, 0, n), kind="timing", after=[("staff", task.id)])
                 pending[n] += 1
             pool.start()  # every item is known: the threads take them best first
-            for n in range(len(contexts)):  # the oracle works (once per task) while the workers run
-                if n in results or n in later:
-                    continue
-                try:
-                    t_oracle = time.perf_counter()
-                    prepared.answer(contexts[n][0].task)
-                    oracle_s[contexts[n][0].task.id] = oracle_s.get(contexts[n][0].task.id, 0.0) \
-                        + time.perf_counter() - t_oracle
-                except Exception as exc:  # noqa: BLE001 - a staff error: that task's jobs fail, with the reason
-                    results.setdefault(n, grader_failure(contexts[n][0], device, exc))
+            # The oracle answers each task once, in a thread of its own, in the order of the jobs, while the
+            # workers run: a job is judged as soon as its runs and its own task's answers are there (on the H200
+            # box, a class's oracle with twins took 30 s, and every result waited for all of it).
+            oracle_thread = threading.Thread(target=oracle_work, name="grader-oracle", daemon=True)
+            oracle_thread.start()
             for n in range(len(contexts)):
                 if not pending[n] and n not in results and n not in later:
-                    finish(n)
+                    when_answered(n)
             # A job judged in the pool is recorded (on_result) at once, even while other workers run on: a file
             # that hangs until its time limit held every other student's result back with it.
-            for key, result in pool.results(idle=lambda: drain(block=False)):
+            for key, result in pool.results(idle=lambda: (flush(), drain(block=False))):
                 if key[0] not in ("shard", "timing"):
                     continue  # a warm-up or the staff's timing run: its job waits for it through the pool
                 n = key[1]
@@ -353,10 +393,16 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
                 runs[n] += result
                 pending[n] -= 1
                 if not pending[n] and n not in results:
-                    finish(n)
+                    when_answered(n)
                 elif not shards_left[n] and key[0] == "shard" and n not in results:
-                    finish(n, speed_pending=True)  # its cases are done; its timing worker is not
+                    when_answered(n, speed_pending=True)  # its cases are done; its timing worker is not
+                flush()
                 drain(block=False)
+            while oracle_thread.is_alive():  # every worker is done: what is judged is recorded meanwhile
+                oracle_thread.join(0.2)
+                flush()
+                drain(block=False)
+            flush()
         finally:
             pool.close()
         drain(block=True)

@@ -1,0 +1,1 @@
+"""Checks of a submission's source before anything runs (static.py)."""

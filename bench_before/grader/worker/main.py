@@ -1,0 +1,765 @@
+"""The worker: the only process that imports and runs a submission.
+
+    python -m grader.worker.main JOB_FILE RECORDS_FD
+
+It reads its job (grader/protocol WorkerJob, written by the runner in the trusted folder) and the inputs of
+its own cases, enters the sandbox, imports the submission, runs the listed cases under every autotune config, and
+sends what it saw, never a verdict, as frames on RECORDS_FD (a descriptor opened for it before the sandbox):
+
+* LOAD: whether the import worked, the required kernels' autotune configs, the sandbox report;
+* STATUS: the case it is running (so a hang or a crash can be placed), after each run of a case (the runner
+  stops a worker whose stream stays unchanged for grading.stall_s);
+* CASE <i>: per config run, the outputs, every guarded buffer (inputs and allocations) and the launches;
+* PERF <k>: for a speed test, the times of the submission's and the baseline's calls, and the outputs of the
+  submission's last timed call (the judge checks them, computes the medians, the ratio and the points).
+
+The judge loads the tensor frames with `torch.load(weights_only=True)`, which builds tensors and plain data only.
+The worker writes no file the trusted side reads: its run folder is scratch.
+"""
+
+from __future__ import annotations
+
+import time
+
+START = time.perf_counter()  # before torch and triton load: "ready after" in the log includes them
+
+import contextlib
+import functools
+import importlib.util
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+
+from grader.protocol import GpuGate, Kind, RecordWriter, WorkerJob, guards
+from grader.worker import known_errors, sandbox
+from grader.worker.address_check import BoundsAudit, submission_line
+from grader.worker.address_check import intact as bounds_intact
+from grader.worker.gpu_compile import CompileCheck
+from grader.worker.interpreter import interpreted, patch_interpreter
+from grader.worker.interpreter import kernel_chain as _kernel_chain
+from grader.worker.op_audit import OpAudit, watch_threads
+from grader.worker.provenance import Provenance, new_call, register
+from grader.worker.timing import compile_here, load_baseline, time_calls
+from grader.worker.write_check import WriteWatch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ------------------------------------------------------------------------------------- runtime instrumentation
+
+
+class Instruments:
+    """Launch tracing, guarded allocations and config forcing, installed around the submission's calls."""
+
+    ALLOCATORS = ("empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
+                  "full_like")
+    METHODS = ("new_empty", "new_zeros", "new_ones", "new_full")
+
+    def __init__(self) -> None:
+        self.launches: list[dict] = []
+        self.allocs: list[tuple[torch.Tensor, torch.Tensor, int]] = []
+        self.active = False
+        self.path = ""
+        self.gpu_check = None
+        """On the interpreter, a gpu_compile.CompileCheck: every launch is also compiled for CUDA targets."""
+        self.gate: GpuGate | None = None
+        """On CUDA, the GPU's gate: an interpreted kernel (the address check's re-run) lets a shared hold go."""
+        self.writes: WriteWatch | None = None
+        """The write check (grader/worker/write_check.py): the guarded buffers at each launch and at the end of the
+        call."""
+        self.provenance: Provenance | None = None
+        """The provenance check's recorder (grader/worker/provenance.py): each launch is one of its checkpoints."""
+        self.audit: OpAudit | None = None
+        """The op audit: a tensor a launch receives is no longer a constant table."""
+        self._orig_empty = torch.empty
+        self._patch_launches()
+        self._patch_allocators()
+
+    # Every Triton launch goes through JITFunction.run (compiled) or InterpretedFunction.run (interpreter),
+    # whether it comes from `kernel[grid](...)` or from an autotuner.
+    def _patch_launches(self) -> None:
+        from triton.runtime.jit import JITFunction
+
+        classes = [JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        except ImportError:  # pragma: no cover - very old triton
+            pass
+        inst = self
+        for cls in classes:
+            orig = cls.run
+
+            def run(self, *args, _orig=orig, **kwargs):
+                watched = None
+                if inst.active and not kwargs.get("warmup", False):
+                    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+                    name = getattr(getattr(self, "fn", None), "__name__", type(self).__name__)
+                    launch = {"kernel": name, "ptrs": [t.data_ptr() for t in tensors]}
+                    if inst.gpu_check is not None and type(self).__name__ == "InterpretedFunction":
+                        launch["gpu_compile"] = inst.gpu_check.check(self.fn, args, kwargs)
+                    inst.launches.append(launch)
+                    if inst.writes is not None:
+                        watched = (*inst.writes.before(tensors, name), name)
+                    if inst.audit is not None:
+                        inst.audit.launched(tensors)
+                    register(tensors)
+                    if inst.provenance is not None and inst.provenance.active:
+                        inst.provenance.launch(name, submission_line(inst.path, 2), _arg_names(self), args, kwargs)
+                if inst.gate is not None and type(self).__name__ == "InterpretedFunction":
+                    out = inst.gate.paused(lambda: _orig(self, *args, **kwargs), torch.cuda.synchronize)
+                else:
+                    if inst.gate is not None:
+                        inst.gate.touch()  # the GPU is in use: a hold let go while the call idled is taken again
+                    out = _orig(self, *args, **kwargs)
+                if watched is not None and watched[0]:
+                    owners, line, name = watched
+                    inst.writes.launched(owners, name, line)
+                if inst.provenance is not None and inst.provenance.active:
+                    inst.provenance.launched([a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)])
+                return out
+
+            cls.run = run
+
+    def _patch_allocators(self) -> None:
+        inst = self
+
+        def wrap(orig, keep_values: bool):
+            def alloc(*args, **kwargs):
+                t = orig(*args, **kwargs)
+                if not inst.active or not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+                    return t
+                if sys._getframe(1).f_code.co_filename != inst.path:
+                    return t  # Triton's or torch's own allocations (the interpreter copies buffers) stay plain
+                if t.device.type == "meta":
+                    return t
+                buf, view, offset = guards.guarded_like(t, empty=inst._orig_empty)
+                if keep_values:
+                    view.copy_(t)
+                if t.requires_grad:
+                    view.requires_grad_(True)
+                inst.allocs.append((buf, view, offset))
+                if inst.writes is not None:
+                    inst.writes.allocated(len(inst.allocs) - 1)
+                register([view])
+                return view
+
+            return alloc
+
+        for name in self.ALLOCATORS:
+            setattr(torch, name, wrap(getattr(torch, name), keep_values=not name.startswith("empty")))
+        for name in self.METHODS:
+            setattr(torch.Tensor, name, wrap(getattr(torch.Tensor, name), keep_values=name != "new_empty"))
+
+    def reset(self) -> None:
+        self.launches, self.allocs = [], []
+
+
+def _arg_names(kernel) -> list[str]:
+    """A launched kernel's parameter names (JITFunction.arg_names; the interpreted one's function's)."""
+    names = getattr(kernel, "arg_names", None)
+    if not names:
+        import inspect
+
+        try:
+            names = list(inspect.signature(kernel.fn).parameters)
+        except (AttributeError, TypeError, ValueError):
+            names = []
+    return [str(n) for n in names]
+
+
+# ------------------------------------------------------------------------------------------- the submission
+
+
+def config_label(config) -> str:
+    """A config as text, without the fields left at their defaults."""
+    parts = [p for p in str(config).split(", ")
+             if p not in ("num_ctas: 1", "maxnreg: None", "ir_override: None") and not p.endswith(": None")]
+    return ", ".join(parts)
+
+
+def describe_kernel(obj) -> dict:
+    from triton.runtime.autotuner import Autotuner
+
+    if obj is None:
+        return {"kind": "missing", "configs": []}
+    for link in _kernel_chain(obj):
+        if isinstance(link, Autotuner):
+            return {"kind": "autotune", "configs": [config_label(c) for c in link.configs]}
+    names = {type(link).__name__ for link in _kernel_chain(obj)}
+    if names & {"JITFunction", "InterpretedFunction"}:
+        return {"kind": "jit", "configs": []}
+    return {"kind": type(obj).__name__, "configs": []}
+
+
+def unspecialize(module) -> int:
+    """Compile the module's kernels without Triton's specializations on integer values (divisible by 16, equal
+    to 1) and pointer alignment, so that one compilation serves every shape. Must run before the first launch:
+    Triton reads these flags when it builds a kernel's argument binder. Returns how many kernels it changed."""
+    changed = 0
+    for value in list(vars(module).values()):
+        for link in _kernel_chain(value):
+            params = getattr(link, "params", None)
+            if type(link).__name__ != "JITFunction" or not isinstance(params, list):
+                continue
+            for param in params:
+                if not getattr(param, "is_constexpr", True):
+                    param.do_not_specialize = True
+                    param.do_not_specialize_on_alignment = True
+            changed += 1
+    return changed
+
+
+def find_autotuners(module) -> list:
+    from triton.runtime.autotuner import Autotuner
+
+    found = []
+    for value in vars(module).values():
+        for link in _kernel_chain(value):
+            if isinstance(link, Autotuner) and all(link is not f for f in found):
+                found.append(link)
+    return found
+
+
+def _student_frames(exc: BaseException, path: str) -> list[str]:
+    """The submission's lines in an exception's traceback, and in those of the exceptions it was raised from: the
+    interpreter raises InterpreterError from the kernel's own error, whose traceback holds the kernel's line."""
+    chain, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        chain.append(exc)
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    lines = []
+    for link in reversed(chain):  # outermost last: the innermost frames (a kernel's line) come last
+        frames = [f for f in traceback.extract_tb(link.__traceback__) if os.path.abspath(f.filename) == path]
+        lines += [f"line {f.lineno} in {f.name}: {f.line}" for f in frames]
+    return list(dict.fromkeys(lines))
+
+
+STUDENT_TEXT = 600
+"""Characters of a raised exception's text that reach the student (staff get the traceback): what a submission
+prints or raises is a channel out of the worker, so it is bounded (and the sandbox keeps secrets out of it)."""
+
+
+def _error_record(exc: BaseException, path: str) -> dict:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    refused = sandbox.explain(exc, ROOT)
+    if refused:
+        text = f"{refused} ({text[:200]})"
+    if len(text) > STUDENT_TEXT:
+        text = text[:STUDENT_TEXT] + f"... ({len(text) - STUDENT_TEXT} more characters)"
+    return {
+        "error": text,
+        "where": _student_frames(exc, path)[-3:],
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:],
+        **known_errors.classify(exc, path),  # a kind the judge words itself (grader/protocol/known_errors.py)
+    }
+
+
+def _to_cpu(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().to("cpu").clone()
+
+
+class Launcher:
+    """The entry of a task whose harness launches the kernel (task.yaml `launch`), as the Triton Puzzles notebook
+    does: `kernel[grid](*pointers, **sizes_and_blocks)`. Only the keyword arguments the kernel declares are passed,
+    so kernels of either edition of the puzzles (the Lite one adds block sizes such as B1 or B_MID) run unchanged.
+    The output buffers are the last `n_outputs` tensors of a case: made here, inside guard bands, full of poison."""
+
+    def __init__(self, kernel, spec: dict) -> None:
+        if kernel is None:
+            raise AttributeError(f"the submission defines no kernel {spec['kernel']}")
+        self.kernel, self.grid, self.n_outputs = kernel, [tuple(a) for a in spec["grid"]], int(spec["outputs"])
+        self.params = kernel_params(kernel)
+
+    def outputs(self, templates: list, device: str, inst: Instruments) -> list:
+        views = []
+        for t in templates:
+            buf, view, offset = guards.guarded_empty(tuple(t.shape), t.dtype, device, empty=inst._orig_empty)
+            inst.allocs.append((buf, view, offset))
+            if inst.writes is not None:
+                inst.writes.allocated(len(inst.allocs) - 1)
+            views.append(view)
+        return views
+
+    def __call__(self, *pointers, **scalars):
+        grid = tuple(-(-int(scalars.get(n, 1)) // int(scalars.get(b, 1))) for n, b in self.grid)
+        passed = {k: v for k, v in scalars.items() if self.params is None or k in self.params}
+        self.kernel[grid](*pointers, **passed)
+        return tuple(pointers[len(pointers) - self.n_outputs:])
+
+
+def kernel_params(kernel) -> set[str] | None:
+    """The parameter names a (possibly autotuned) kernel declares; None if they cannot be found."""
+    import inspect
+
+    for link in _kernel_chain(kernel):
+        names = getattr(link, "arg_names", None)
+        if names:
+            return set(names)
+        if inspect.isfunction(link):
+            return set(inspect.signature(link).parameters)
+    return None
+
+
+def config_at(configs: list, index: int):
+    """The config forced for run `index`: a kernel with fewer configs than the longest keeps its last one."""
+    return configs[min(index, len(configs) - 1)]
+
+
+def interpreted_key(tuners: list, index: int) -> tuple:
+    """What the interpreter's run of config `index` depends on: the configs' kwargs. It ignores num_warps and
+    num_stages, so configs that differ only there touch the same addresses and one call serves them all (task
+    11's three configs: one call)."""
+    return tuple(tuple(sorted((k, repr(v)) for k, v in config_at(configs, index).kwargs.items()))
+                 for _, configs in tuners)
+
+
+class Printed:
+    """What the submission prints during one call (print, tl.device_print in the interpreter, sys.stderr): kept up
+    to PRINTED_CHARS, the rest counted. The student sees it under a failing test, marked as theirs
+    (grader/results/report.py); it decides nothing. Output written to descriptor 1 or 2 directly still goes to
+    the worker's log, which staff read."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.dropped = 0
+
+    def write(self, text) -> int:
+        text = str(text)
+        room = PRINTED_CHARS - len(self.text)
+        self.text += text[:max(0, room)]
+        self.dropped += max(0, len(text) - max(0, room))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+PRINTED_CHARS = 2000
+"""The most of a call's printed output a record carries (the judge reads no more: judge.PRINTED_CHARS)."""
+
+
+def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, config_index: int,
+             audit: OpAudit | None = None, bounds: BoundsAudit | None = None, view=None,
+             provenance: Provenance | None = None) -> dict:
+    """One call of the entry on fresh guarded inputs, under one forced autotune config (`view`: a context the
+    call runs in, such as `interpreter.interpreted`; `provenance`: the recorder of the provenance check, for the
+    calls it compares, under the op audit)."""
+    record: dict = {"config_index": config_index, "configs": {}, "error": None}
+    for tuner, configs in tuners:
+        chosen = config_at(configs, config_index)
+        tuner.configs = [chosen]  # one config: the autotuner runs it without benchmarking
+        name = getattr(getattr(tuner, "base_fn", None) or tuner.fn, "__name__", "kernel")
+        record["configs"][name] = config_label(chosen)
+
+    inputs = []
+
+    def place(value):
+        """A tensor input goes to the device inside guard bands; anything else passes as it is."""
+        if not isinstance(value, torch.Tensor):
+            return value
+        inputs.append(guards.guarded_copy(value, device))
+        return inputs[-1][1]
+
+    n_out = entry.n_outputs if isinstance(entry, Launcher) else 0
+    args = [place(v) for v in case["args"][:len(case["args"]) - n_out]]
+    kwargs = {k: place(v) for k, v in case["kwargs"].items()}
+
+    inst.reset()
+    if inst.writes is not None:
+        inst.writes.start(inst.allocs, [view for _, view, _ in inputs])
+    if bounds:
+        bounds.take()  # nothing from before this call counts against it
+    if n_out:
+        args += entry.outputs(case["args"][len(case["args"]) - n_out:], device, inst)
+    new_call()
+    if provenance is not None and audit is not None:
+        provenance.start([view for _, view, _ in inputs])
+        audit.provenance = inst.provenance = provenance
+    start = time.perf_counter()
+    result = None
+    inst.active = True
+    window = audit.window({buf.untyped_storage().data_ptr() for buf, _, _ in inputs}) if audit \
+        else contextlib.nullcontext()
+    printed = Printed()
+    try:
+        with window, (view() if view else contextlib.nullcontext()), contextlib.redirect_stdout(printed), \
+                contextlib.redirect_stderr(printed):
+            result = entry(*args, **kwargs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    except BaseException as exc:  # noqa: BLE001 - any failure of the submission is a result
+        record.update(_error_record(exc, inst.path))
+    finally:
+        inst.active = False
+        if audit:
+            record["torch_ops"] = audit.result()
+        if inst.provenance is not None:
+            inst.provenance.returned(result)
+            record["provenance"] = inst.provenance.stop()
+            audit.provenance = inst.provenance = None
+        for tuner, configs in tuners:
+            tuner.configs = list(configs)
+    record["seconds"] = time.perf_counter() - start
+    if printed.text or printed.dropped:  # the student's own output, for the student under a failing test
+        record["printed"] = {"text": printed.text, "dropped": printed.dropped}
+    if record["error"] is not None and device == "cuda":
+        try:
+            torch.cuda.synchronize()
+        except BaseException:  # noqa: BLE001
+            record["fatal"] = "the CUDA context is lost: the cases after this one run in a new worker"
+            return record
+
+    items = result if isinstance(result, (tuple, list)) else ([] if result is None else [result])
+    outputs = []
+    for item in items:
+        if isinstance(item, torch.Tensor):
+            ptr = item.data_ptr()
+            alloc = next((j for j, (buf, _, _) in enumerate(inst.allocs)
+                          if buf.data_ptr() <= ptr < buf.data_ptr() + buf.numel() * buf.element_size()), None)
+            if alloc is not None and inst.writes is not None:
+                inst.writes.returned(alloc)
+            outputs.append({"kind": "tensor", "tensor": _to_cpu(item), "device": str(item.device),
+                            "ptr": ptr, "nbytes": item.numel() * item.element_size(), "alloc": alloc})
+        else:
+            outputs.append({"kind": type(item).__name__, "repr": repr(item)[:200]})
+    record["returned"] = type(result).__name__
+    record["outputs"] = outputs
+    record["inputs"] = [guards.guard_record(buf, view, off, input=True) for buf, view, off in inputs]
+    record["allocs"] = [{**guards.guard_record(buf, view, off), "base": buf.data_ptr(),
+                         "nbytes": buf.numel() * buf.element_size()} for buf, view, off in inst.allocs]
+    record["launches"] = list(inst.launches)
+    if inst.writes is not None:
+        record["writes"] = list(inst.writes.events)
+    if bounds:
+        record["bounds"] = bounds.take()
+        if not bounds_intact(bounds):
+            record["bounds_tampered"] = True
+    return record
+
+
+def interpret_runs(entry, case: dict, module, inst: Instruments, tuners: list, runs: list[dict],
+                   bounds: BoundsAudit, progress=lambda: None, device: str = "cuda") -> None:
+    """On CUDA (and on the CPU for a test, `rerun_bounds`): each run's call again, its kernels in Triton's
+    interpreter, on the inputs the CPU would grade (`case["audit"]`, or the case's own), so that
+    grader/worker/address_check.py checks every address as it does on the CPU; its findings become the run's
+    `bounds`. A call the interpreter cannot run is noted for staff (`bounds_note`) and costs nothing: CUDA's own
+    verdict stands."""
+    probe_case = {"id": case["id"], **(case.get("audit") or {"args": case["args"], "kwargs": case["kwargs"]})}
+    holders = [(entry, "kernel")] if isinstance(entry, Launcher) else []
+    done: dict[tuple, dict] = {}
+    for c, record in enumerate(runs):
+        if record.get("error") is not None:
+            continue  # the call failed on CUDA already: the case fails whatever its addresses
+        index = record.get("config_index", c)
+        key = interpreted_key(tuners, index)
+        if key not in done:
+            done[key] = run_case(entry, probe_case, device, inst, tuners, index, None, bounds,
+                                 view=lambda: interpreted(module, holders))
+            progress()  # one more interpreted call done (the runner's stall clock restarts)
+        probe = done[key]
+        record["bounds"] = probe.get("bounds") or []
+        if probe.get("bounds_tampered"):
+            record["bounds_tampered"] = True
+        if probe.get("error"):
+            record["bounds_note"] = f"the interpreter could not run this call: {str(probe['error'])[:300]}"
+            print(f"  {case['id']} (config {c}): address check skipped: {record['bounds_note']}", flush=True)
+
+
+def share_outputs(runs: list[dict]) -> None:
+    """An output with the same bits (dtype, shape and strides) as the same output of an earlier run of the case
+    is sent as a reference to it, `same_as: [run, output]`, instead of a second copy. A right kernel gives the
+    same bits under every autotune config as a rule (quantization does not depend on the tiles, and the INT8
+    matmul accumulates in integers), so the case files, and the judge's reading and comparing, then shrink by the
+    number of configs. The judge resolves each reference (grader/judge `resolve_shared`)."""
+    for r, run in enumerate(runs):
+        for k, out in enumerate(run.get("outputs") or []):
+            t = out.get("tensor")
+            if not isinstance(t, torch.Tensor):
+                continue
+            for earlier in range(r):
+                prev = (runs[earlier].get("outputs") or [])[k:k + 1]
+                p = prev[0].get("tensor") if prev else None
+                if isinstance(p, torch.Tensor) and p.dtype == t.dtype and p.shape == t.shape \
+                        and p.stride() == t.stride() and torch.equal(guards.bits_view(p), guards.bits_view(t)):
+                    del out["tensor"]
+                    out["same_as"] = [earlier, k]
+                    break
+
+
+def naive_call(entry, case: dict, device: str) -> None:
+    """What a naive grader does first: one call with every config, so the stock autotuner benchmarks them all."""
+    args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in case["args"]]
+    kwargs = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in case["kwargs"].items()}
+    try:
+        entry(*args, **kwargs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 - only the timing matters here
+        pass
+
+
+def _load_module(name: str, path: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class Stages:
+    """Where this worker's seconds went, by stage, for the class benchmark (scripts/bench_class.py): sent in the
+    last STATUS frame, kept in the staff JSON only. Triton's compilations are counted apart from the stage they
+    happen in."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._compiled = 0.0  # compile seconds inside the stage being timed
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + seconds, 4)
+
+    @contextlib.contextmanager
+    def stage(self, name: str):
+        start, before = time.perf_counter(), self._compiled
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - start - (self._compiled - before))
+
+    def watch_compiles(self, gate: GpuGate | None, dynamo: bool = False) -> None:
+        """Count the seconds of Triton's compilations (`triton.compiler.compile`, which a kernel's first launch
+        with a new key calls, in every supported Triton), and let a shared hold of the GPU gate go while one
+        runs: compiling is CPU work, and a timer waiting for the room should not wait for it."""
+        import triton
+        import triton.compiler
+
+        orig = triton.compiler.compile
+        stages = self
+
+        def compile(*args, **kwargs):  # noqa: A001 - stands in for triton.compiler.compile
+            start = time.perf_counter()
+            try:
+                if gate is not None:
+                    return gate.paused(lambda: orig(*args, **kwargs), torch.cuda.synchronize)
+                return orig(*args, **kwargs)
+            finally:
+                spent = time.perf_counter() - start
+                stages._compiled += spent
+                stages.add("compile", spent)
+
+        triton.compiler.compile = compile
+        if triton.compile is orig:  # Inductor's kernels (a staff baseline) compile through triton.compile
+            triton.compile = compile
+        if gate is None or not dynamo:
+            return
+        # torch.compile's first call of a staff baseline traces and compiles for seconds (Dynamo, Inductor) inside
+        # a timing worker's warm-up: the gate's shared hold is let go meanwhile too.
+        import torch._dynamo.callback as dynamo_callback
+
+        suspended = []
+
+        def start(*_args) -> None:
+            suspended.append(gate.suspend(torch.cuda.synchronize))
+
+        def end(*_args) -> None:
+            if suspended and suspended.pop():
+                gate.enter_shared()
+
+        dynamo_callback.on_compile_start(start)
+        dynamo_callback.on_compile_end(end)
+
+
+def _single_threaded() -> bool:
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return True
+
+
+def enter_sandbox(job: WorkerJob) -> dict[str, str]:
+    """Apply the sandbox the job asks for (grader/worker/sandbox.py); returns which layers are on (the LOAD record
+    carries it to the staff JSON)."""
+    if not job.sandbox:
+        return {"sandbox": "off: grading.sandbox is false"}
+    limits = sandbox.Limits(**job.sandbox.get("limits", {}))
+    run = Path(job.run_folder)
+    plan = sandbox.plan([run, Path(job.cache)], ROOT, job.device, float(job.sandbox.get("timeout_s", 600)), limits)
+    os.environ.update(sandbox.toolchain_env(job.device))
+    report = sandbox.apply(plan, run)
+    os.environ["HOME"] = os.environ.get("TMPDIR", str(run))
+    return report
+
+
+def main(job_file: Path, records_fd: int) -> int:
+    # The job file is in the trusted folder, which the sandbox below leaves out of reach: read it first.
+    job = WorkerJob.from_json(job_file.read_text())
+    if job.sandbox and not _single_threaded():
+        sandbox.go_on_in_a_child()  # `python -m grader.worker.main` has a thread or two by now; a forked child has one
+    records = RecordWriter(records_fd)
+    device = job.device
+    stages = Stages()
+    t_main = time.perf_counter()
+    last_status: dict = {}
+
+    def status(report: dict) -> None:
+        """A progress report (the runner's stall clock restarts with each)."""
+        last_status.clear()
+        last_status.update(report)
+        records.json(Kind.STATUS, report)
+
+    # The GPU's gate (grader/protocol GpuGate): opened now, before the sandbox puts its files out of reach.
+    # While the worker waits at it, the last report is sent again (waiting is not a hang).
+    gate = GpuGate.open(job.gate, lambda: records.json(Kind.STATUS, {**last_status, "gate": "waiting"})) \
+        if job.gate and device == "cuda" else None
+    shared = gate.shared if gate is not None else contextlib.nullcontext
+    path = os.path.abspath(job.submission)  # the runner's copy, in the run folder
+    load: dict = {"ok": False, "kernels": {}}
+    # What the submission must not reach is read first, as the grader: its own cases' inputs (no other case's)
+    # and the staff baselines.
+    cases = {i: torch.load(f, weights_only=True) for i, f in job.inputs.items()}
+    baselines: dict[int, object] = {}
+    if job.perf:
+        compile_here(Path(job.run_folder))
+    for item in job.perf:
+        try:
+            module = load_baseline(f"baseline{item.index}", str(ROOT / item.baseline))
+            baselines[item.index] = getattr(module, job.entry)
+        except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
+            baselines[item.index] = f"the baseline could not be loaded: {type(exc).__name__}: {exc}"
+    load["sandbox"] = enter_sandbox(job)
+    if gate is not None:  # the CUDA context, before the first hold of the gate (seconds when workers start at once)
+        torch.empty(1, device="cuda")
+        # A call that idles (no launch for a second, its GPU work done) lets its share go: a submission spinning in
+        # Python does not keep every timer of the class waiting. Started before watch_threads: the grader's own.
+        gate.release_when_idle(torch.cuda.synchronize)
+    # Workers run side by side, one per core or more: torch's own thread pool in each would only contend (with
+    # two per core, its spinning threads made the guard bookkeeping of a case ten times slower on CI's 2 cores).
+    torch.set_num_threads(1)
+    audit = OpAudit(path)
+    watch_threads()  # a thread the submission starts runs under the op audit too
+    try:
+        originals = {}
+        if device == "cpu":
+            originals = patch_interpreter()
+        inst = Instruments()
+        inst.path = path
+        inst.audit = audit
+        inst.gate = gate
+        stages.watch_compiles(gate, dynamo=bool(job.perf))  # torch.compile runs only in timing workers
+        if device == "cpu" and job.gpu_compile:
+            inst.gpu_check = CompileCheck(originals)
+        bounds = None
+        if job.bounds and not job.warm:
+            bounds = BoundsAudit(path)
+            bounds.install()
+        if job.writes and not job.warm:
+            inst.writes = WriteWatch(path)
+        os.environ.update((job.launch or {}).get("env") or {})
+        with audit.window(), stages.stage("import"):
+            module = _load_module("submission", path)
+        load["torch_ops"] = [{**r, "phase": "import"} for r in audit.result()]
+        entry = getattr(module, job.entry, None)
+        if job.launch:
+            entry = Launcher(entry, job.launch)
+        elif not callable(entry):
+            raise AttributeError(f"the submission defines no function {job.entry}")
+        load["kernels"] = {name: describe_kernel(getattr(module, name, None)) for name in job.kernels}
+        tuners = [(t, list(t.configs)) for t in find_autotuners(module)]
+        if not job.specialize:
+            unspecialize(module)
+        load["ok"] = True
+    except BaseException as exc:  # noqa: BLE001
+        load.update(_error_record(exc, path))
+        records.json(Kind.LOAD, load)
+        return 0
+    records.json(Kind.LOAD, load)
+
+    n_runs = 1 if job.warm else max([len(c) for _, c in tuners] + [1])
+    rerun = device == "cuda" or job.rerun_bounds  # addresses checked by an interpreted re-run of each call
+    # On the CPU (tests only) the graded run then leaves the addresses to the re-run, as a compiled kernel does
+    first_bounds = None if device != "cuda" and job.rerun_bounds else bounds
+    stages.add("load", time.perf_counter() - t_main - stages.seconds.get("import", 0.0)
+               - stages.seconds.get("compile", 0.0))
+    print(f"worker {job.run_id}: ready after {time.perf_counter() - START:.2f} s", flush=True)
+    for i in job.cases:
+        case = cases[i]
+        t_case = time.perf_counter()
+        status({"case": case["id"], "index": i})
+        runs = []
+        if job.benchmark_autotune:
+            naive_call(entry, case, device)
+        # The provenance check (grader/worker/provenance.py): the case's twin (its inputs' elements in another
+        # order, from the trusted side) is called under one config, chosen by the case's index so that a class of
+        # cases covers every config, and that config's graded call is recorded the same way.
+        twin = case.get("twin") if job.provenance and not job.warm and not job.launch else None
+        paired = i % n_runs if twin else None
+        for c in range(n_runs):
+            with stages.stage("cases"), shared():
+                record = run_case(entry, case, device, inst, tuners, c, audit, first_bounds,
+                                  provenance=Provenance() if c == paired else None)
+            runs.append(record)
+            # progress, for the runner's stall limit (grading.stall_s): one more run of this case is done
+            status({"case": case["id"], "index": i, "runs": c + 1})
+            if record.get("fatal"):
+                break
+        if rerun and bounds is not None and not any(r.get("fatal") for r in runs):
+            # Not through the gate: the kernels run in the interpreter, on the host; what reaches the GPU is a
+            # copy of the CPU-size inputs, and a hold of seconds here would keep a timer waiting for as long.
+            # While the re-run's status says `auditing`, the runner's stall limit is the CPU's (it interprets the
+            # CPU's inputs); a graded call that hangs is stopped after the CUDA one. (Not named `audit`: that is the
+            # op audit, which every later case's calls run under.)
+            auditing = {"case": case["id"], "index": i, "runs": len(runs), "auditing": True}
+            status(auditing)
+            with stages.stage("address"):
+                interpret_runs(entry, case, module, inst, tuners, runs, bounds, functools.partial(status, auditing),
+                               device)
+            status({"case": case["id"], "index": i, "runs": len(runs), "audited": True})
+        if twin and not any(r.get("fatal") for r in runs):
+            with stages.stage("twin"), shared():
+                record = run_case(entry, {"id": case["id"], "args": twin["args"], "kwargs": twin["kwargs"]}, device,
+                                  inst, tuners, paired, audit, None, provenance=Provenance())
+            record["twin"] = True
+            runs.append(record)
+            status({"case": case["id"], "index": i, "runs": len(runs), "twin": True})
+        t_save = time.perf_counter()
+        with stages.stage("records"):
+            share_outputs(runs)
+            records.tensors(Kind.CASE, i, {"id": case["id"], "runs": runs})
+        calls = sum(r["seconds"] for r in runs)
+        print(f"  {case['id']}: {len(runs)} run(s) {t_save - t_case:.2f} s (calls {calls:.2f} s), "
+              f"save {time.perf_counter() - t_save:.2f} s", flush=True)
+        if any(r.get("fatal") for r in runs):
+            status({"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
+            return 3
+    for item in job.perf:
+        t_perf = time.perf_counter()
+        status({"perf": item.test})
+        baseline = baselines[item.index]
+        if isinstance(baseline, str):
+            record = {"error": baseline}
+        else:
+            alive = functools.partial(records.json, Kind.STATUS, {"perf": item.test, "warming": True})
+            with stages.stage("timing"):
+                record = time_calls(entry, baseline, cases[item.case], device, item.warmup, item.reps, item.clock,
+                                    progress=alive, gate=gate)
+        records.tensors(Kind.PERF, item.index, {"test": item.test, **record})
+        print(f"  {item.test}: timed in {time.perf_counter() - t_perf:.2f} s", flush=True)
+    if gate is not None:
+        stages.seconds["gate_wait"] = round(gate.waited_s, 4)
+        stages.seconds["gate_bypassed"] = gate.bypassed
+        stages.seconds["gate_idle_releases"] = gate.idle_releases
+    records.json(Kind.STATUS, {"done": True, "stages": stages.seconds})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]), int(sys.argv[2])))

@@ -1,0 +1,319 @@
+"""Class-scale timing: the demo class copied to N students, graded with `batch` rules, next to a serial run.
+
+    python scripts/bench_class.py --students 200 [--serial-students 5] [--device cuda] [--workers N]
+    python scripts/bench_class.py --students 12 --serial-students 0 --provenance both --repeats 2 --no-speed-tier
+        # the provenance check's cost: off, on, off, on (alternating, so that what else the machine does falls on
+        # both settings alike), each run cold, and the ratio of each pair
+
+The parallel run grades all N students; the serial run (one worker) grades the first few copies and its time
+is scaled to N, since a serial pass over a whole class would not fit in one sitting (`--students 0` runs the
+serial part alone). Both start from a cold Triton cache (the grader's shared one too, grader/worker/tritoncache.py).
+Triton's cache is keyed by a kernel's source, so copies of one file would compile once: each copy's kernels get a
+comment naming the copy, and every student's kernels compile anew, as in a real class of different files
+(`--identical` keeps the copies byte for byte).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import cProfile
+import dataclasses
+import functools
+import json
+import os
+import pstats
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from grader.config import ROOT, SandboxConfig, discover_tasks, load_config  # noqa: E402
+from grader.course.batch import run_batch  # noqa: E402
+from grader.pipeline.grading import grade_jobs, resolve_device  # noqa: E402
+from grader.pipeline.result import PROFILE_ENV  # noqa: E402
+from scripts.bench_floor import cpu_times, floor  # noqa: E402
+
+
+def tag_kernels(source: str, tag: str) -> str:
+    """The source with a comment line `# tag` opening the body of every function decorated with a `jit`."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.splitlines(keepends=True)
+    starts = sorted({(node.body[0].lineno, node.body[0].col_offset) for node in ast.walk(tree)
+                     if isinstance(node, ast.FunctionDef) and "jit" in ast.unparse(node.decorator_list)
+                     if node.body[0].lineno > node.lineno}, reverse=True)
+    for lineno, col in starts:
+        lines.insert(lineno - 1, " " * col + f"# {tag}\n")
+    return "".join(lines)
+
+
+def synthetic_class(n: int, dest: Path, identical: bool = False) -> Path:
+    demo = sorted(p for p in (ROOT / "submissions").iterdir() if p.is_dir())
+    for i in range(n):
+        student = dest / f"student{i:03d}"
+        shutil.copytree(demo[i % len(demo)], student)
+        for f in [] if identical else student.glob("*.py"):
+            f.write_text(tag_kernels(f.read_text(), f"copy {i}"))
+    return dest
+
+
+def read_staff(results: Path) -> list[tuple[str, dict]]:
+    """Each graded job's staff section ("student/task", staff), read once for the reports below."""
+    return [(f"{path.parent.name}/{path.name.split('.')[0]}", json.loads(path.read_text()).get("staff", {}))
+            for path in results.glob("*/*.staff.json")]
+
+
+def quiet_report(staffs: list[tuple[str, dict]], stall_s: float) -> None:
+    """How close right workers came to the stall limit: the longest stretch each job's workers went without a
+    progress report (staff JSON `worker_quiet_s`), over the jobs whose workers were not stopped."""
+    quiet, stopped = [], 0
+    for name, staff in staffs:
+        if "stopped" in staff.get("worker_exit", ""):
+            stopped += 1
+        elif staff.get("worker_quiet_s"):
+            quiet.append((staff["worker_quiet_s"], name))
+    if quiet:
+        quiet.sort()
+        print(f"quiet   : longest wait for a progress report, jobs not stopped: max {quiet[-1][0]:.1f} s "
+              f"({quiet[-1][1]}), 99th percentile {quiet[int(0.99 * (len(quiet) - 1))][0]:.1f} s, median "
+              f"{quiet[len(quiet) // 2][0]:.1f} s; stall limit {stall_s:g} s; {stopped} job(s) stopped", flush=True)
+
+
+STAGE_ROWS = (
+    ("static", "static check (trusted side)"),
+    ("oracle", "inputs and oracle (trusted side, a task's share per file)"),
+    ("load", "worker: reading inputs, sandbox, start-up"),
+    ("import", "worker: importing the submission"),
+    ("compile", "worker: Triton compilations (cases and timing)"),
+    ("cases", "worker: running the cases (op audit included; compile and waits excluded)"),
+    ("address", "worker: the address check's interpreted re-run (CUDA)"),
+    ("records", "worker: sending the records"),
+    ("twin", "worker: the provenance check's call of each case's twin"),
+    ("timing", "worker: speed tests (warm-up and timed calls; compile excluded)"),
+    ("judge", "judge (pytest suite, value checks)"),
+)
+
+
+def stage_report(staffs: list[tuple[str, dict]]) -> dict[str, float]:
+    """Seconds per graded file by stage, summed from the staff JSON files (`staff.stages`), and the workers'
+    wall time beside them: where a class's core-seconds go. Returns the per-file seconds by stage."""
+    totals: dict[str, float] = {}
+    files = reused = 0
+    for _, staff in staffs:
+        if staff.get("reuses"):
+            reused += 1
+            continue
+        files += 1
+        for name, value in (staff.get("stages") or {}).items():
+            if isinstance(value, (int, float)):
+                totals[name] = totals.get(name, 0.0) + value
+    if not files:
+        return {}
+    logs = [str(staff.get("worker_log", "")) for _, staff in staffs]
+    gate = sorted((line for log in logs for line in log.splitlines() if line.startswith("gate:")),
+                  key=lambda ln: float(ln.rsplit("(at ", 1)[-1].rstrip(")")))
+    reloaded = sum("Failed to load artifact" in log for log in logs)
+    if reloaded:  # Inductor dropped a cached graph of the staff run and compiled the baseline again
+        print(f"inductor: {reloaded} job(s) compiled a baseline again (\"Failed to load artifact\")", flush=True)
+    if gate:  # the GPU gate's long waits and holds, in time order (grader/protocol GpuGate)
+        print(f"gate    : {len(gate)} long waits or holds; the first 40:\n  " + "\n  ".join(gate[:40]), flush=True)
+    print(f"stages  : seconds per file, over {files} graded files ({reused} identical copies reused)", flush=True)
+    for key, words in STAGE_ROWS:
+        print(f"  {key:<14} {totals.get(key, 0.0) / files:8.2f}  {words}", flush=True)
+    for key in ("case_worker_wall", "timing_worker_wall", "gate_wait"):
+        print(f"  {key:<14} {totals.get(key, 0.0) / files:8.2f}  (wall seconds, not core-seconds)", flush=True)
+    print(f"  gate_bypassed  {totals.get('gate_bypassed', 0.0):8.0f}  waits at the GPU gate that ran out (in all)",
+          flush=True)
+    print(f"  gate_idle_rel. {totals.get('gate_idle_releases', 0.0):8.0f}  shared holds let go while a call idled "
+          "(in all)", flush=True)
+    return {key: totals.get(key, 0.0) / files for key, _ in STAGE_ROWS}
+
+
+def timed(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool, profile: int = 0,
+          profile_judge: int = 0, backend: str = "local") -> tuple[float, float, dict[str, float]]:
+    work = Path(tempfile.mkdtemp(prefix="bench-class-"))
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
+    os.environ["GRADER_TRITON_SHARED"] = str(work / "triton-shared")  # the grader's shared cache starts cold too
+    os.environ["GRADER_STAFF_TIMING"] = str(work / "staff-timing")  # and so do the staff's timing runs
+    root = synthetic_class(n, work / "subs", identical)
+    if profile_judge:  # every job's judging, profiled in the process that judges it (grader/pipeline/result.py)
+        (work / "judge-profiles").mkdir()
+        os.environ[PROFILE_ENV] = str(work / "judge-profiles")
+    before = cpu_times()
+    prof = cProfile.Profile() if profile else None
+    start = time.perf_counter()
+    if prof:
+        prof.enable()
+    done: list[float] = []  # when each job's full result came in (run_batch shows a line per result)
+    first: list[float] = []  # and its first one (its cases judged, its speed tests not timed yet)
+
+    def show(line: str) -> None:
+        if RESULT_LINE.match(line):
+            (first if "not timed yet" in line else done).append(time.perf_counter() - start)
+
+    run_batch(root, hw, tasks, cfg, device, work / "results", workers,
+              grade=functools.partial(grade_jobs, backend=backend), show=show)
+    if prof:
+        prof.disable()
+    seconds = time.perf_counter() - start
+    after = cpu_times()
+    busy = float("nan")
+    if before and after:  # is the machine's CPU the limit? (everything running on it counts)
+        busy, total = after[0] - before[0], after[1] - before[1]
+        print(f"cpu     : {busy:.0f} core-seconds busy of {total:.0f} ({100 * busy / max(total, 1e-9):.0f}%), "
+              f"{busy / max(seconds, 1e-9):.1f} cores on average", flush=True)
+    if done:  # a long tail (one slow job at the end) shows as a late 100% after an early 90%
+        print("results : " + ", ".join(f"{q}% in {done[min(len(done) - 1, len(done) * q // 100)]:.0f} s"
+                                        for q in (25, 50, 75, 90, 100))
+              + f"; the first at {min(first + done):.1f} s" + (f" ({len(first)} first passes)" if first else ""),
+              flush=True)
+    staffs = read_staff(work / "results")
+    quiet_report(staffs, cfg.stall_s.get(device, 0.0))
+    stages = stage_report(staffs)
+    if prof:  # this process only: the oracle, the judge (with grading.judges 0) and the orchestration
+        for key in ("cumulative", "tottime"):
+            pstats.Stats(prof).sort_stats(key).print_stats(profile)
+    profiles = sorted(str(p) for p in (work / "judge-profiles").glob("*.prof"))
+    if profiles:
+        os.environ.pop(PROFILE_ENV, None)
+        print(f"judge   : {len(profiles)} jobs' judging, profiled", flush=True)
+        for key in ("cumulative", "tottime"):
+            pstats.Stats(*profiles).sort_stats(key).print_stats(profile_judge)
+    shutil.rmtree(work, ignore_errors=True)
+    marks = {"first": min(first + done, default=float("nan")), "all": max(done, default=float("nan"))}
+    return seconds, busy, stages, marks
+
+
+RESULT_LINE = re.compile(r"^student\d+/\S+: [\d.e+-]+ / ")
+"""A job's line in run_batch's output (grader/results/report.py `one_line`): a student of `synthetic_class`."""
+
+
+def bare(cfg, tasks: dict) -> tuple:
+    """The pipeline with every check off: no address check, write check, provenance check, GPU compile check
+    (CPU only) or sandbox, and no speed tests."""
+    return (dataclasses.replace(cfg, bounds=False, writes=False, provenance=False, gpu_compile=False,
+                                sandbox=SandboxConfig(enabled=False)),
+            {k: dataclasses.replace(t, perf=[]) for k, t in tasks.items()})
+
+
+def compare(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool) -> None:
+    """Issue 48's table, in one run, each setting cold: the compile floor (scripts/bench_floor.py), the bare
+    pipeline, every check on; their ratios, the time to the first result; then one student's files and one
+    task-12 file alone on the idle machine, every check on."""
+    work = Path(tempfile.mkdtemp(prefix="bench-compare-"))
+    root = synthetic_class(n, work / "subs", identical)
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
+    rows = {"floor": floor(root, {t: tasks[t] for t in hw.tasks if t in tasks}, cfg, device, workers)}
+    shutil.rmtree(work, ignore_errors=True)
+    files = rows["floor"]["files"]
+    for name, (c, t) in (("bare", bare(cfg, tasks)), ("full", (cfg, tasks))):
+        print(f"--- {name}", flush=True)
+        wall, busy, _, marks = timed(n, workers, device, hw, t, c, identical)
+        rows[name] = {"wall": wall, "busy": busy, **marks}
+    print(f"compare : {n} students, {files} files, {device}", flush=True)
+    print(f"  {'':6} {'wall s':>8} {'core-s':>8} {'core-s/file':>12} {'first s':>8} {'last s':>8}", flush=True)
+    for name, row in rows.items():
+        print(f"  {name:6} {row['wall']:8.1f} {row['busy']:8.0f} {row['busy'] / max(1, files):12.2f} "
+              f"{row.get('first', float('nan')):8.1f} {row.get('all', float('nan')):8.1f}", flush=True)
+    full, base, low = rows["full"], rows["bare"], rows["floor"]
+    print(f"  full / bare : wall {full['wall'] / base['wall']:.2f}x, core-s {full['busy'] / base['busy']:.2f}x "
+          "(goal <= 1.4)", flush=True)
+    print(f"  full / floor: wall {full['wall'] / low['wall']:.2f}x, core-s {full['busy'] / low['busy']:.2f}x "
+          "(goal <= 1.8)", flush=True)
+    print(f"  first result: {full['first']:.1f} s with every check on (goal <= 30 s)", flush=True)
+    one = timed(1, workers, device, hw, tasks, cfg, identical)
+    print(f"latency : one student's {sum(1 for t in hw.tasks if t in tasks)} files, every check on, cold: "
+          f"{one[0]:.1f} s (goal <= 15 s)", flush=True)
+    twelve = [t for t in hw.tasks if t.startswith("12_")]
+    if twelve:
+        alone = dataclasses.replace(hw, tasks={twelve[0]: hw.tasks[twelve[0]]})
+        lat = timed(1, workers, device, alone, tasks, cfg, identical)
+        print(f"latency : one {twelve[0]} file, every check on, cold: {lat[0]:.1f} s (goal <= 10 s)", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=200)
+    parser.add_argument("--serial-students", type=int, default=5)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--homework", default="hw4_int8")
+    parser.add_argument("--backend", choices=["local", "ray"], default="local",
+                        help="ray: the parallel run's shards as tasks of a local Ray instance (one per core)")
+    parser.add_argument("--judges", type=int, default=None, help="override config.yaml's grading.judges")
+    parser.add_argument("--identical", action="store_true", help="copies share kernel sources (and compilations)")
+    parser.add_argument("--no-speed-tier", action="store_true", help="grade without the tasks' speed tests")
+    parser.add_argument("--compare", action="store_true",
+                        help="the compile floor, the bare pipeline and every check on, in one run (issue 48's table)")
+    parser.add_argument("--provenance", choices=["on", "off", "both"], default="on",
+                        help="the provenance check (grading.provenance); both: the class without it, then with it, "
+                             "and the ratio of busy core-seconds")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="with --provenance both: this many off/on pairs, alternating")
+    parser.add_argument("--profile-judge", type=int, default=0, metavar="N",
+                        help="profile every job's judging (in the judge processes) and print the N costliest functions")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="profile this process in the parallel run and print its N costliest functions")
+    args = parser.parse_args()
+    tasks, _ = discover_tasks()
+    cfg = load_config(tasks=tasks)
+    tasks = cfg.course_tasks(tasks)
+    if args.no_speed_tier:  # after the course's points are checked against the tasks'
+        tasks = {k: dataclasses.replace(t, perf=[]) for k, t in tasks.items()}
+    if args.judges is not None:
+        cfg = dataclasses.replace(cfg, judges=args.judges)
+    hw = cfg.homeworks[args.homework]
+    device = resolve_device(args.device)
+    demo = sorted(p for p in (ROOT / "submissions").iterdir() if p.is_dir())
+    files = sum(len(list(demo[i % len(demo)].glob("*.py"))) for i in range(args.students))
+    serial = None
+    if args.serial_students:  # first: it is the short one
+        serial = timed(args.serial_students, 1, device, hw, tasks, cfg, args.identical)[0] / args.serial_students
+        print(f"serial  : {args.serial_students} students, one worker: {serial:.1f} s a student, "
+              f"{serial * 200:.0f} s for 200", flush=True)
+    if not args.students:
+        return 0
+    if args.compare:
+        compare(args.students, args.workers, device, hw, tasks, cfg, args.identical)
+        return 0
+    settings = [args.provenance == "on"] if args.provenance != "both" else [False, True] * max(1, args.repeats)
+    runs: list[tuple[bool, tuple[float, float, dict[str, float]]]] = []
+    for setting in settings:
+        print(f"--- provenance check {'on' if setting else 'off'}", flush=True)
+        runs.append((setting, timed(args.students, args.workers, device, hw, tasks,
+                                    dataclasses.replace(cfg, provenance=setting), args.identical, args.profile,
+                                    args.profile_judge, args.backend)))
+    parallel = runs[-1][1][0]
+    if args.provenance == "both":
+        pairs = [(runs[i][1], runs[i + 1][1]) for i in range(0, len(runs), 2)]
+        for k, ((wall0, busy0, _, _), (wall1, busy1, _, _)) in enumerate(pairs, 1):
+            print(f"provenance pair {k}: busy core-seconds {busy0:.0f} -> {busy1:.0f} ({busy1 / busy0:.3f}x), wall "
+                  f"{wall0:.1f} -> {wall1:.1f} s ({wall1 / wall0:.3f}x), {files} files", flush=True)
+        busy = [sum(p[i][1] for p in pairs) for i in (0, 1)]
+        print(f"provenance: busy core-seconds over {len(pairs)} pair(s) {busy[0]:.0f} -> {busy[1]:.0f} "
+              f"({busy[1] / busy[0]:.3f}x)", flush=True)
+        keys = [key for key, _ in STAGE_ROWS]
+        mean = [{key: sum(p[i][2].get(key, 0.0) for p in pairs) / len(pairs) for key in keys} for i in (0, 1)]
+        total = [sum(m.values()) for m in mean]
+        print(f"provenance: stage seconds per file, mean of the pairs, off -> on (sum {total[0]:.2f} -> {total[1]:.2f},"
+              f" {total[1] / max(total[0], 1e-9):.3f}x):", flush=True)
+        for key in keys:
+            print(f"  {key:<14} {mean[0][key]:8.2f} -> {mean[1][key]:8.2f}  ({mean[1][key] - mean[0][key]:+.2f})",
+                  flush=True)
+    kind = ", identical copies" if args.identical else ""
+    print(f"parallel: {args.students} students ({files} files{kind}) in {parallel:.1f} s on {device}, {args.backend}"
+          f" (judges: {'auto' if cfg.judges < 0 else cfg.judges})")
+    if serial:
+        print(f"speed-up: about {serial * args.students / parallel:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
