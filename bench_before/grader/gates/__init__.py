@@ -1,1 +1,0 @@
-"""Checks of a submission's source before anything runs (static.py)."""
