@@ -24,7 +24,9 @@ test: .venv/.ready lint
 	@$(PYTHON) -c "import ray, matplotlib" 2>/dev/null || { echo "make test: installing the extras (plots ray) into the venv"; \
 		$(PYTHON) -m pip install -q matplotlib ray; }
 	$(PYTHON) -m grader tasks --check
-	$(PYTHON) -m pytest tests -q
+	@# four test processes on CI's two cores: most tests wait (on workers, time limits, a subprocess), and one
+	@# process per file keeps each module's fixtures (the kits, the similarity class) built once
+	$(PYTHON) -m pytest tests -q -n 4 --dist loadfile --durations=15
 	$(PYTHON) -m grader selftest --device cpu
 
 selftest: .venv/.ready
