@@ -17,12 +17,13 @@ lint: .venv/.ready
 	$(PYTHON) -m ruff check grader reference tests scripts conformance
 	.venv/bin/lint-imports  # the layer contracts in pyproject.toml
 
-test: export EXTRAS = plots ray
+test: export EXTRAS = plots ray server
 test: export GRADER_TESTS_NEED_RAY = 1
+test: export GRADER_TESTS_NEED_BROWSER = 1
 test: .venv/.ready lint
 	@# a venv made by `make grade` or `make setup` lacks the extras the tests use: install them, never skip in silence
-	@$(PYTHON) -c "import ray, matplotlib" 2>/dev/null || { echo "make test: installing the extras (plots ray) into the venv"; \
-		$(PYTHON) -m pip install -q matplotlib ray; }
+	@$(PYTHON) -c "import ray, matplotlib, fastapi, uvicorn, selenium" 2>/dev/null || { echo "make test: installing the \
+		extras (plots ray server) into the venv"; $(PYTHON) -m pip install -q matplotlib ray fastapi uvicorn selenium; }
 	$(PYTHON) -m grader tasks --check
 	@# four test processes on CI's two cores: most tests wait (on workers, time limits, a subprocess), and one
 	@# process per file keeps each module's fixtures (the kits, the similarity class) built once

@@ -109,6 +109,31 @@ def build_parser() -> argparse.ArgumentParser:
                     help="where results.json goes (default: $AUTOGRADER_ROOT/results/results.json)")
     zr.add_argument("--device", choices=["auto", "cuda", "cpu"], default=None)
     zr.add_argument("--config", type=Path, default=ROOT / "config.yaml")
+    tk = sub.add_parser("tokens", help="a random token per student of a roster, for the submission server")
+    tk.add_argument("roster", type=Path, help="a CSV with a `student` column")
+    tk.add_argument("--out", type=Path, required=True, help="TOKENS.csv: student,token,role (hand each student "
+                                                             "their line; the server keeps only hashes)")
+    tk.add_argument("--staff", action="append", default=[], metavar="NAME", help="a staff token too (repeatable)")
+    sv = sub.add_parser("serve", help="the submission server: students submit, the GPU box grades, they read "
+                                      "the verdict in seconds")
+    sv.add_argument("--homework", required=True, help="homework id from config.yaml")
+    sv.add_argument("--tokens", type=Path, required=True, help="TOKENS.csv from `tokens`")
+    sv.add_argument("--data", type=Path, required=True, help="where the server keeps everything (its queue, the "
+                                                             "uploads, the ledger and the class's results)")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--device", choices=["auto", "cuda", "cpu"], default=None)
+    sv.add_argument("--config", type=Path, default=ROOT / "config.yaml")
+    sv.add_argument("--workers", type=int, default=0, help="workers of the grading pool (0: config.yaml / per core)")
+    sv.add_argument("--rate-per-minute", type=int, default=10, help="a student's submissions a minute, at most")
+    sv.add_argument("--paused", action="store_true", help="start with the queue paused (staff resume it)")
+    sm = sub.add_parser("submit", help="hand a file in to the course's submission server and wait for its verdict")
+    sm.add_argument("--server", required=True, help="the server's address, e.g. http://gpu-box:8000")
+    sm.add_argument("--token", required=True, help="your token (from the course staff)")
+    sm.add_argument("--task", required=True, help="task id, e.g. 10_quantize_global_int8")
+    sm.add_argument("file", type=Path, help="the task's .py, or a notebook (.ipynb) that defines it")
+    sm.add_argument("--json", type=Path, default=None, help="write the result here (the JSON `grade --json` writes)")
+    sm.add_argument("--no-wait", action="store_true", help="exit once the server has stored the file")
     return parser
 
 
@@ -116,6 +141,20 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in ("release", "gradescope", "gradescope-run"):
         return _course(args)
+    if args.command == "submit":  # a student's machine: no task or config is read
+        from grader.course.submit import submit
+
+        return submit(args.server, args.token, args.task, args.file, args.json, wait=not args.no_wait)
+    if args.command == "tokens":
+        from grader.course.tokens import TokenError, make_tokens
+
+        try:
+            n = make_tokens(args.roster, args.out, args.staff)
+        except (TokenError, OSError) as exc:
+            print(f"tokens: {exc}", file=sys.stderr)
+            return 2
+        print(f"{n} tokens in {args.out} (student,token,role): hand each student their own line")
+        return 0
     try:
         tasks, broken = discover_tasks()
         for name, err in broken.items():
@@ -169,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     device = resolve_device(args.device or cfg.device)
+    if args.command == "serve":
+        return _serve(args, cfg, tasks, device)
 
     shown_first: dict[tuple[str, str], set[str]] = {}
 
@@ -341,6 +382,26 @@ def _course(args: argparse.Namespace) -> int:
     except (ConfigError, FileExistsError) as exc:
         print(f"{args.command}: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _serve(args: argparse.Namespace, cfg, tasks: dict, device: str) -> int:
+    from grader.course.server import Server, ServerConfig
+    from grader.course.server_app import serve
+    from grader.course.tokens import TokenBook, TokenError
+
+    if not _known_homework(args.homework, cfg):
+        return 2
+    try:
+        book = TokenBook.from_file(args.tokens)
+    except (TokenError, OSError) as exc:
+        print(f"serve: {exc}", file=sys.stderr)
+        return 2
+    server = Server(ServerConfig(cfg.homeworks[args.homework], tasks, cfg, device, args.data, book,
+                                 workers=args.workers, rate_per_minute=args.rate_per_minute))
+    server.paused = args.paused
+    print(f"serving {args.homework} on http://{args.host}:{args.port} ({device}); data in {args.data}", flush=True)
+    serve(server, args.host, args.port)
     return 0
 
 

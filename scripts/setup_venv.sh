@@ -6,7 +6,8 @@
 #     `pip install torch` would pull a CUDA build of several GB). Where that index cannot be reached, pip's own
 #     index and local wheels are asked for torch==2.13.0 instead, and the script says so.
 #   - EXTRAS: optional parts, from pyproject.toml's optional-dependencies (default "plots": results/summary.png
-#     and the puzzles' pictures; "ray" adds the Ray backend, about 2 GB; `make test` installs both).
+#     and the puzzles' pictures; "ray" adds the Ray backend, about 2 GB; "server" the submission server (FastAPI,
+#     uvicorn) and Selenium for its browser test; `make test` installs all three).
 set -euo pipefail
 PY=${PY:-python3}
 VENV=${VENV:-.venv}
@@ -24,7 +25,8 @@ for extra in $EXTRAS; do
   case $extra in
     plots) extras+=(matplotlib) ;;
     ray) extras+=(ray) ;;
-    *) echo "setup: unknown extra '$extra' (plots, ray)" >&2; exit 2 ;;
+    server) extras+=(fastapi uvicorn selenium) ;;
+    *) echo "setup: unknown extra '$extra' (plots, ray, server)" >&2; exit 2 ;;
   esac
 done
 if "$PY" -c "import torch, triton" 2>/dev/null; then
@@ -41,7 +43,7 @@ else
   fi
   "$VENV/bin/python" -m pip install -q triton
 fi
-"$VENV/bin/python" -m pip install -q numpy pytest pytest-xdist pytest-json-report pyyaml tqdm pydantic nbformat markupsafe ruff jsonschema import-linter hypothesis ${extras[@]+"${extras[@]}"}
+"$VENV/bin/python" -m pip install -q numpy pytest pytest-xdist pytest-json-report pyyaml tqdm pydantic nbformat markupsafe httpx ruff jsonschema import-linter hypothesis ${extras[@]+"${extras[@]}"}
 # The grader as a package: `triton-grader ...` from any folder (the tasks stay where they are: an editable install).
 if ! "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e . 2>/dev/null; then
   echo "setup: the triton-grader command was not installed (setuptools >= 64 missing); \`python -m grader\` from" \

@@ -216,7 +216,8 @@ else
   fi
   .venv/bin/python -m pip install -q triton==@TRITON@
 fi
-.venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml pydantic nbformat markupsafe matplotlib tqdm
+.venv/bin/python -m pip install -q numpy pytest pytest-json-report pyyaml pydantic nbformat markupsafe httpx \
+  matplotlib tqdm
 # The command: an editable install, which needs setuptools >= 64 and a bdist_wheel command (in setuptools itself
 # since 70.1; a venv of Python 3.11 comes with setuptools 65 and no `wheel`, so its editable install failed with
 # "invalid command 'bdist_wheel'")

@@ -3,7 +3,7 @@ views of it, the student's and the staff's (otter-grader keeps the same split)."
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from grader.results.outcome import Outcome
 
@@ -85,6 +85,15 @@ class TaskResult:
         if isinstance(smaller, dict):
             data["environment"]["smaller_on_cpu"] = {k: v for k, v in smaller.items() if k not in secret}
         return data
+
+    def student_view(self) -> TaskResult:
+        """This result as `student_json` shows it, as a TaskResult (what report.summary prints for a student: the
+        submission server's report, where hidden cases are graded)."""
+        data = self.student_json()
+        names = {f.name for f in fields(TestResult)}
+        tests = [TestResult(**{k: v for k, v in t.items() if k in names}) for t in data.pop("tests")]
+        keep = {f.name for f in fields(TaskResult)} - {"tests", "pictures"}
+        return TaskResult(tests=tests, **{k: v for k, v in data.items() if k in keep})
 
     def staff_json(self) -> dict:
         data = asdict(self)

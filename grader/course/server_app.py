@@ -1,0 +1,146 @@
+"""The submission server's HTTP face (FastAPI, served by uvicorn): the API, the student's page, the staff's page.
+
+    GET  /api/health                       200 without a token
+    GET  /api/tasks                        the homework's tasks and points
+    POST /api/submit?task=T&filename=F     the file as the request body; Authorization: Bearer TOKEN
+    GET  /api/submissions/{id}             one of the caller's submissions: state, place in the queue, verdict
+    GET  /api/results                      the caller's attempts and verdicts (the student view)
+    GET  /api/leaderboard                  the live speed leaderboard (pseudonyms unless the course opts in)
+    GET  /api/staff/queue                  staff: the queue and recent verdicts
+    GET  /api/staff/gradebook.csv          staff: the gradebook, from the ledger
+    POST /api/staff/pause, /api/staff/resume   staff: stop or go on taking submissions off the queue
+    GET  /                                 the student's page; GET /staff: the staff's
+
+A student sees only their own submissions: another's id answers 404, as one that does not exist.
+"""
+
+from pathlib import Path
+
+from fastapi import FastAPI, Header, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+
+from grader.course.server import Refused, Server
+from grader.course.server_page import STAFF_PAGE, STUDENT_PAGE
+from grader.gates.intake import MAX_NOTEBOOK_BYTES
+
+BODY_LIMIT = MAX_NOTEBOOK_BYTES
+"""The largest request body read (a notebook's limit); a .py's own limit is the server's check after."""
+
+
+def create_app(server: Server) -> FastAPI:
+    """The app over `server` (its queue, its grading thread and its views)."""
+    app = FastAPI(title="Triton homework submissions", docs_url=None, redoc_url=None)
+
+    def who(authorization: str | None, staff: bool = False) -> tuple[str, str]:
+        token = authorization[7:].strip() if authorization and authorization.lower().startswith("bearer ") else None
+        holder = server.sc.tokens.who(token)
+        if holder is None:
+            raise HTTPException(401, "no valid token: send Authorization: Bearer <your token>",
+                                headers={"WWW-Authenticate": "Bearer"})
+        if staff and holder[1] != "staff":
+            raise HTTPException(403, "a staff token is needed")
+        return holder
+
+    @app.exception_handler(Refused)
+    async def refused(_request, exc: Refused):
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+
+    @app.get("/api/health")
+    def health() -> dict:
+        return {"ok": True, "homework": server.hw.id, "device": server.sc.device}
+
+    @app.get("/api/tasks")
+    def tasks() -> dict:
+        return {"homework": server.hw.id, "title": server.hw.title, "max_attempts": server.hw.max_attempts or None,
+                "deadline": server.hw.deadline.isoformat() if server.hw.deadline else None,
+                "tasks": [{"id": t, "points": p} for t, p in server.hw.tasks.items()]}
+
+    @app.post("/api/submit", status_code=201)
+    async def submit(request: Request, task: str, filename: str = "", authorization: str | None = Header(None)):
+        student, _role = who(authorization)
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > BODY_LIMIT:
+            raise HTTPException(413, f"the file is over the grader's limit of {BODY_LIMIT} bytes")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > BODY_LIMIT:
+                raise HTTPException(413, f"the file is over the grader's limit of {BODY_LIMIT} bytes")
+            chunks.append(chunk)
+        return server.submit(student, task, filename or f"{task}.py", b"".join(chunks))
+
+    @app.get("/api/submissions/{sid}")
+    def submission(sid: int, authorization: str | None = Header(None)) -> dict:
+        student, _role = who(authorization)
+        row = server.queue.get(sid)
+        if row is None or row["student"] != student:
+            raise HTTPException(404, "no such submission of yours")
+        return server.view(row)
+
+    @app.get("/api/results")
+    def results(authorization: str | None = Header(None)) -> dict:
+        student, _role = who(authorization)
+        return server.results(student)
+
+    @app.get("/api/pictures/{sid}/{test}")
+    def picture(sid: int, test: str, authorization: str | None = Header(None)):
+        student, _role = who(authorization)
+        row = server.queue.get(sid)
+        if row is None or row["student"] != student:
+            raise HTTPException(404, "no such submission of yours")
+        shown = server.view(row)
+        for t in (shown.get("result") or {}).get("tests", []):
+            path = Path(t.get("picture") or "")
+            if t.get("name") == test and path.is_file() and path.parent == server.out / student:
+                return Response(path.read_bytes(), media_type="image/png")
+        raise HTTPException(404, "no picture for that test")
+
+    @app.get("/api/leaderboard")
+    def board() -> dict:
+        return server.board()
+
+    @app.get("/api/staff/queue")
+    def staff_queue(authorization: str | None = Header(None)) -> dict:
+        who(authorization, staff=True)
+        return server.staff_queue()
+
+    @app.get("/api/staff/gradebook.csv")
+    def gradebook(authorization: str | None = Header(None)):
+        who(authorization, staff=True)
+        server._publish(set())
+        return PlainTextResponse((server.out / "gradebook.csv").read_text(), media_type="text/csv")
+
+    @app.post("/api/staff/pause")
+    def pause(authorization: str | None = Header(None)) -> dict:
+        who(authorization, staff=True)
+        server.paused = True
+        return {"paused": True}
+
+    @app.post("/api/staff/resume")
+    def resume(authorization: str | None = Header(None)) -> dict:
+        who(authorization, staff=True)
+        server.paused = False
+        with server.queue.wake:
+            server.queue.wake.notify_all()
+        return {"paused": False}
+
+    @app.get("/", response_class=HTMLResponse)
+    def page() -> str:
+        return STUDENT_PAGE
+
+    @app.get("/staff", response_class=HTMLResponse)
+    def staff_page() -> str:
+        return STAFF_PAGE
+
+    return app
+
+
+def serve(server: Server, host: str, port: int) -> None:
+    import uvicorn
+
+    server.start()
+    try:
+        uvicorn.run(create_app(server), host=host, port=port, log_level="warning", limit_concurrency=256,
+                    timeout_keep_alive=5)
+    finally:
+        server.stop()
