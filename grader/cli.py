@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--workers", type=int, default=0, help="workers of the grading pool (0: config.yaml / per core)")
     sv.add_argument("--rate-per-minute", type=int, default=10, help="a student's submissions a minute, at most")
     sv.add_argument("--paused", action="store_true", help="start with the queue paused (staff resume it)")
+    sv.add_argument("--backend", choices=["local", "ray"], default="local",
+                    help="where workers run: processes here, or tasks on a Ray cluster of GPU boxes")
+    sv.add_argument("--address", default=None, help="with --backend ray: the cluster")
     sm = sub.add_parser("submit", help="hand a file in to the course's submission server and wait for its verdict")
     sm.add_argument("--server", required=True, help="the server's address, e.g. http://gpu-box:8000")
     sm.add_argument("--token", required=True, help="your token (from the course staff)")
@@ -398,7 +401,8 @@ def _serve(args: argparse.Namespace, cfg, tasks: dict, device: str) -> int:
         print(f"serve: {exc}", file=sys.stderr)
         return 2
     server = Server(ServerConfig(cfg.homeworks[args.homework], tasks, cfg, device, args.data, book,
-                                 workers=args.workers, rate_per_minute=args.rate_per_minute))
+                                 workers=args.workers, rate_per_minute=args.rate_per_minute,
+                                 backend=args.backend, address=args.address))
     server.paused = args.paused
     print(f"serving {args.homework} on http://{args.host}:{args.port} ({device}); data in {args.data}", flush=True)
     serve(server, args.host, args.port)

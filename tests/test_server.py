@@ -178,6 +178,14 @@ def test_submit_end_to_end_on_the_cpu_and_only_ones_own_results(server, tokens, 
     # the skeleton: graded (exit 0), no points
     skel = submit_cli(server, tok["bob"], SKELETON)
     assert skel.returncode == 0 and "score: 0 / 1" in skel.stdout, skel.stdout + skel.stderr
+    # a notebook: its task's code cells are graded, as `grade` grades them
+    import nbformat
+
+    notebook = tmp_path / "puzzles.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# my puzzles"),
+                                                   nbformat.v4.new_code_cell(SOLUTION.read_text())]), notebook)
+    nb = submit_cli(server, tok["cid"], notebook)
+    assert nb.returncode == 0 and "score: 1 / 1" in nb.stdout, nb.stdout + nb.stderr
     # --no-wait: exit 0 once stored
     later = submit_cli(server, tok["bob"], variant(SOLUTION, 1, tmp_path), "--no-wait")
     assert later.returncode == 0 and "stored as submission" in later.stdout and "graded" not in later.stdout
@@ -330,13 +338,13 @@ def test_a_browser_signs_in_uploads_a_file_and_sees_its_verdict(server, tokens, 
         options.add_argument(flag)
     # A file name holding markup: shown as its characters, never as an element.
     hostile = tmp_path / 'x<img src=x onerror="document.title=1">.py'
-    hostile.write_text(SOLUTION.read_text())
+    hostile.write_text(SOLUTION.read_text() + "\n# graded in the browser\n")
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         driver.get(server.url + "/")
-        driver.find_element(By.ID, "token").send_keys(tok["cid"])
+        driver.find_element(By.ID, "token").send_keys(tok["ann"])
         driver.find_element(By.ID, "signin-button").click()
-        WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "who").text == "cid")
+        WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "who").text == "ann")
         driver.find_element(By.ID, "file").send_keys(str(hostile))
         driver.find_element(By.ID, "submit-button").click()
         WebDriverWait(driver, 240).until(lambda d: "graded" in d.find_element(By.ID, "state").text

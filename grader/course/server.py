@@ -246,6 +246,9 @@ class ServerConfig:
     rate_per_minute: int = 10
     """A student's submissions in any minute, at most (429 past it)."""
     clock_file: str | None = None
+    backend: str = "local"
+    """Where workers run: "local" processes, or "ray" tasks on a cluster of GPU boxes (`address`)."""
+    address: str | None = None
 
 
 class Server:
@@ -318,8 +321,8 @@ class Server:
         (hidden tests by points only) and the report `grade` prints of it."""
         if row["state"] == "repeat" and row["same_as"]:
             first = self.queue.get(row["same_as"]) or {}
-            shown = {**self.view(first), "id": row["id"], "submitted_at": row["submitted_at"],
-                     "same_as": row["same_as"], "repeat": True}
+            shown = {**self.view(first), "id": row["id"], "filename": row["filename"],
+                     "submitted_at": row["submitted_at"], "same_as": row["same_as"], "repeat": True}
             return shown
         out = {k: row[k] for k in ("id", "task", "filename", "submitted_at", "state", "graded_at", "score",
                                    "max_score", "late_days")}
@@ -444,7 +447,8 @@ class Server:
                 self._record(row, p, r)
 
         if jobs:
-            results = self.grade(jobs, self.sc.cfg, self.sc.device, self.sc.workers, on_result=on_result)
+            extra = {"backend": self.sc.backend, "address": self.sc.address} if self.sc.backend != "local" else {}
+            results = self.grade(jobs, self.sc.cfg, self.sc.device, self.sc.workers, on_result=on_result, **extra)
             for r in results:  # a result on_result did not get
                 row, _ = planned[(r.student, r.task)]
                 if (self.queue.get(row["id"]) or {}).get("state") == "running":
