@@ -358,3 +358,22 @@ def test_a_browser_signs_in_uploads_a_file_and_sees_its_verdict(server, tokens, 
         assert driver.find_elements(By.CSS_SELECTOR, "#attempts img") == [] and driver.title != "1"
     finally:
         driver.quit()
+
+
+def test_the_servers_report_tells_no_hidden_case():
+    """The server grades hidden cases (it is the staff's grading); the report and result it gives the student are
+    the student view: a hidden test by its neutral name, outcome and points only."""
+    from grader.results import TaskResult, TestResult, report
+
+    secret = "got 7 expected 9 at b1500_in7_out130_pc"
+    r = TaskResult(task="t", student="ann", submission="t.py", score=1.0, max_score=2.0,
+                   tests=[TestResult("public_case", "passed", 1.0, 1.0, ""),
+                          TestResult("b1500_in7_out130_pc", "failed", 0.0, 1.0, secret, staff="Traceback",
+                                     visibility="hidden", printed="x = 3")],
+                   checks={}, environment={"smaller_on_cpu": {"b1500_in7_out130_pc": {"B": 300}}},
+                   submission_sha256="0" * 64, graded_at="2026-12-01T00:00:00+00:00")
+    text = report.summary(r.student_view())
+    assert "b1500" not in text and secret not in text and "x = 3" not in text and "Traceback" not in text
+    assert "hidden_1 [hidden]" in text and "score: 1 / 2" in text
+    assert "b1500" not in str(r.student_view().student_json())
+    assert "b1500" in report.summary(r)  # the staff's report names it: the view is what hides it
