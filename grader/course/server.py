@@ -82,7 +82,8 @@ def now(clock_file: str | None = None) -> dt.datetime:
     path = clock_file if clock_file is not None else os.environ.get(CLOCK_ENV)
     if path:
         value = dt.datetime.fromisoformat(Path(path).read_text().strip())
-        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+        value = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+        return value.astimezone(dt.timezone.utc)  # stored in UTC: the times in the table compare as text
     return dt.datetime.now(dt.timezone.utc)
 
 
