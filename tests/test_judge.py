@@ -277,8 +277,9 @@ def test_accepted_ranges_are_computed_once_and_travel_with_the_answers(tmp_path,
     def computed_again(*_args):
         raise AssertionError("computed again")
 
-    monkeypatch.setattr(judge, "rounded_bounds", computed_again)
-    monkeypatch.setattr(judge, "close_tolerance", computed_again)
+    # accepted_range lives in grader/judge/values.py and looks them up there
+    monkeypatch.setattr(judge.values, "rounded_bounds", computed_again)
+    monkeypatch.setattr(judge.values, "close_tolerance", computed_again)
     right_q = torch.round(x.clamp(-127, 127)).to(torch.int8)
     assert judge.passes_fast(rounded, right_q, expected[0])
     assert not judge.passes_fast(rounded, right_q + 2, expected[0])

@@ -1,4 +1,4 @@
-"""Grading one or many (submission, task) pairs: `grade_jobs`, which puts the stages together.
+"""Grading one or many (submission, task) pairs: `grade_jobs`, which puts the stages together (`GradingRun`).
 
 Stage by stage:
 1. static checks on the source (grader/gates/static.py, nothing executed);
@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -99,8 +100,9 @@ def remove_leftovers(parent: Path | None = None) -> list[Path]:
 
 
 def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0,
-               keep: Path | None = None, on_result=None, benchmark_autotune: bool = False,
-               backend: str = "local", address: str | None = None, static_checks: bool = True) -> list[TaskResult]:
+               keep: Path | None = None, on_result: Callable[[TaskResult], object] | None = None,
+               benchmark_autotune: bool = False, backend: str = "local", address: str | None = None,
+               static_checks: bool = True) -> list[TaskResult]:
     """Grade every job. Workers run in parallel (here, or as Ray tasks with backend='ray'); each job is judged
     here as soon as its workers are done, and handed to `on_result` then. A job whose grading fails in the
     grader itself gets a failed result of its own (`grader_failure`); every other job is graded as usual.
@@ -123,297 +125,392 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
     tree = GradingTree(base)
     try:
         judges = (cfg.judges if cfg.judges >= 0 else cores // 2) if len(jobs) > 1 else 0  # judge processes: below
-        prepared = Prepared(device, tree, save_answers=bool(judges), audit=cfg.bounds, twins=cfg.provenance)
-        contexts: list[tuple[Job, JobFolders, GradingContext]] = []
+        run = GradingRun(jobs, cfg, device, tree, workers, judges, shard_runner, keep=keep, on_result=on_result,
+                         benchmark_autotune=benchmark_autotune, backend=backend, static_checks=static_checks)
+        return run.grade()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+class GradingRun:
+    """One `grade_jobs` call, stage by stage: the jobs' contexts (static checks, identical files graded once:
+    `prepare_jobs`), the shards they run in (`plan`), the judges and the oracle's bookkeeping (`start_judging`),
+    the pool's items (`queue_work`: case shards, the staff's timing runs, the jobs' timing workers), the pool's
+    run (`run_pool`), and each job judged and recorded as soon as its runs and its task's answers are there
+    (`finish`, `first_pass`, `done`). Jobs are numbered by their place in `jobs` (`n`)."""
+
+    def __init__(self, jobs: list[Job], cfg: CourseConfig, device: str, tree: GradingTree, workers: int,
+                 judges: int, shard_runner: Callable, keep: Path | None = None,
+                 on_result: Callable[[TaskResult], object] | None = None, benchmark_autotune: bool = False,
+                 backend: str = "local", static_checks: bool = True) -> None:
+        self.jobs, self.cfg, self.device, self.tree = jobs, cfg, device, tree
+        self.workers, self.judges, self.shard_runner = workers, judges, shard_runner
+        self.keep, self.on_result, self.benchmark_autotune = keep, on_result, benchmark_autotune
+        self.backend, self.static_checks = backend, static_checks
+        self.prepared = Prepared(device, tree, save_answers=bool(judges), audit=cfg.bounds, twins=cfg.provenance)
+        self.contexts: list[tuple[Job, JobFolders, GradingContext]] = []
         # what a known error's message names (grader/judge/known_errors.py): this side's triton, the course's
-        tritons = Tritons(installed=environment(device).get("triton") or "", course=cfg.toolchain.get("triton", ""))
-        results: dict[int, TaskResult] = {}
+        self.tritons = Tritons(installed=environment(device).get("triton") or "",
+                               course=cfg.toolchain.get("triton", ""))
+        self.results: dict[int, TaskResult] = {}
         # Identical files for one task are graded once: every later copy gets the first one's result under its
         # own name (`reused`), and its staff JSON says whose run it was.
-        first_of: dict[tuple[str, int], int] = {}
-        copies: dict[int, list[int]] = {}
-        static_s: dict[int, float] = {}
-        oracle_s: dict[str, float] = {}
-        for n, job in enumerate(jobs):
-            folders = tree.job(f"job-{n:04d}")
+        self.first_of: dict[tuple[str, int], int] = {}
+        self.copies: dict[int, list[int]] = {}
+        self.static_s: dict[int, float] = {}
+        self.oracle_s: dict[str, float] = {}
+        self.gpu_turn = itertools.count()
+        self.staff_runs: dict[str, tuple[Path | None, Path | None]] = {}
+        """Task id -> its staff timing run's (records, Inductor cache), once it ran."""
+        self.finished: dict[tuple[int, int], list[WorkerRun]] = {}
+        """(job, shard) -> its runs, as soon as the shard is done (a timing worker looks at its speed cases)."""
+
+    def grade(self) -> list[TaskResult]:
+        """Every stage in turn; the results in the order of the jobs."""
+        self.prepare_jobs()
+        self.plan()
+        self.start_judging()
+        # grader/isolation/schedule.py: one pool runs the staff's timing runs, the case shards and the timing workers,
+        # by priority; a job is judged as soon as its last item is done.
+        pool = Scheduler(self.workers, {"timing": max(1, self.workers // 3)})
+        try:
+            self.queue_work(pool)
+            self.run_pool(pool)
+        finally:
+            pool.close()
+        self.drain(block=True)
+        if os.environ.get("GRADER_TRACE"):  # when each item of the pool ran (scripts/bench_class.py, staff)
+            for key, start, end in sorted(pool.trace, key=lambda t: t[1]):
+                print(f"trace {start:8.2f} {end:8.2f} {end - start:7.2f}  {key}", file=sys.stderr)
+        if self.judge_pool is not None:
+            self.judge_pool.shutdown()
+        return [self.results[n] for n in range(len(self.contexts))]
+
+    # ------------------------------------------------------------------------------- contexts and static checks
+
+    def prepare_jobs(self) -> None:
+        """Each job's folders and context: its static report and its task's cases, or, for a later copy of a file
+        already seen for the same task, an empty context (it gets the first one's result). A job whose
+        preparation fails gets its failed result here."""
+        for n, job in enumerate(self.jobs):
+            folders = self.tree.job(f"job-{n:04d}")
             try:
                 source = job.read()
                 # the task object, not only its id: a test may grade one file against two variants of a task
-                same = first_of.setdefault((hashlib.sha256(source).hexdigest(), id(job.task)), n)
+                same = self.first_of.setdefault((hashlib.sha256(source).hexdigest(), id(job.task)), n)
                 if same != n:
-                    copies.setdefault(same, []).append(n)
-                    contexts.append((job, folders, GradingContext(job.task, device, static.StaticReport(), [],
-                                                                  None, backend, tritons)))
+                    self.copies.setdefault(same, []).append(n)
+                    self.contexts.append((job, folders, GradingContext(job.task, self.device, static.StaticReport(),
+                                                                       [], None, self.backend, self.tritons)))
                     continue
                 t_static = time.perf_counter()
                 report = static.check_source(source.decode(errors="replace"), job.task,
-                                             cfg.always_allowed_imports, job.submission.name)
+                                             self.cfg.always_allowed_imports, job.submission.name)
                 if job.notebook is not None and job.notebook.problems:  # a notebook that cannot be read
                     report.imports[:0] = list(job.notebook.problems)
-                static_s[n] = time.perf_counter() - t_static
-                if not static_checks:
+                self.static_s[n] = time.perf_counter() - t_static
+                if not self.static_checks:
                     report.imports = []
                 t_oracle = time.perf_counter()
-                cases = prepared.cases(job.task)
-                oracle_s[job.task.id] = oracle_s.get(job.task.id, 0.0) + time.perf_counter() - t_oracle
+                cases = self.prepared.cases(job.task)
+                self.oracle_s[job.task.id] = self.oracle_s.get(job.task.id, 0.0) + time.perf_counter() - t_oracle
             except Exception as exc:  # noqa: BLE001 - this job's failure, not the class's
-                results[n] = grader_failure(job, device, exc)
+                self.results[n] = grader_failure(job, self.device, exc)
                 report, cases = static.StaticReport(), []
-            contexts.append((job, folders, GradingContext(job.task, device, report, cases, None, backend, tritons)))
-        later = {d for ds in copies.values() for d in ds}
-        per_task = {t: sum(1 for n, (j, _, _) in enumerate(contexts) if j.task.id == t and n not in later)
-                    for t in {j.task.id for j, _, _ in contexts}}
+            self.contexts.append((job, folders, GradingContext(job.task, self.device, report, cases, None,
+                                                               self.backend, self.tritons)))
+        self.later = {d for ds in self.copies.values() for d in ds}
+        self.per_task = {t: sum(1 for n, (j, _, _) in enumerate(self.contexts)
+                                if j.task.id == t and n not in self.later)
+                         for t in {j.task.id for j, _, _ in self.contexts}}
 
-        runnable = [n for n, (_, _, ctx) in enumerate(contexts) if ctx.static.ok and n not in results
-                    and n not in later]
-        specialize = {n: cfg.specialize if job.task.specialize is None else job.task.specialize
-                      for n, (job, _, _) in enumerate(contexts)}
-        visibility = {n: [c.visibility for c in contexts[n][0].task.cases] for n in runnable}
-        plan = plan_shards({n: contexts[n][2].cases for n in runnable}, workers, specialize, visibility)
-        runs: dict[int, list[WorkerRun]] = {n: [] for n in range(len(contexts))}
-        pending = {n: 0 for n in range(len(contexts))}
-        shards_left = {n: len(plan.get(n, [])) for n in range(len(contexts))}
-        staff_records: dict[int, Path | None] = {}
+    # ------------------------------------------------------------------------------------------------- planning
 
+    def plan(self) -> None:
+        """Which jobs run (`runnable`), their shards (`shards`), and the count of pool items each job waits for."""
+        contexts = self.contexts
+        self.runnable = [n for n, (_, _, ctx) in enumerate(contexts) if ctx.static.ok and n not in self.results
+                         and n not in self.later]
+        self.specialize = {n: self.cfg.specialize if job.task.specialize is None else job.task.specialize
+                           for n, (job, _, _) in enumerate(contexts)}
+        visibility = {n: [c.visibility for c in contexts[n][0].task.cases] for n in self.runnable}
+        self.shards = plan_shards({n: contexts[n][2].cases for n in self.runnable}, self.workers, self.specialize,
+                                  visibility)
+        self.runs: dict[int, list[WorkerRun]] = {n: [] for n in range(len(contexts))}
+        self.pending = {n: 0 for n in range(len(contexts))}
+        self.shards_left = {n: len(self.shards.get(n, [])) for n in range(len(contexts))}
+        self.staff_records: dict[int, Path | None] = {}
+
+    def start_judging(self) -> None:
+        """The judge processes, the oracle's bookkeeping (an event per task whose answers a job waits for, in the
+        order of the jobs), the progress display, and the jobs refused before anything ran, recorded now."""
         # Judging costs up to a second or two a job at CUDA sizes. Here it runs in a pool of judge processes (one
         # thread each, reading the oracle's answers that this process computed): config.yaml's grading.judges,
         # by default one per two cores, so a class's judging keeps up with its workers (on the 16-core H100 box,
         # 40 students: 132 s with 8 judges, 139-152 s with 4, when the machine's CPU was 86% and 66-74% busy).
         # With 0, or a single job, it runs here, one job at a time.
-        judge_pool = ProcessPoolExecutor(judges, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=_judge_process) if judges else None
-        judging: dict = {}
-
-        def first_pass(n: int, result: TaskResult) -> None:
-            """A job's result before its speed tests are timed (`result.pending` names them): handed to
-            `on_result` as soon as its cases are judged; the full result replaces it (`done`). One that comes
-            back from a judge process after the full result is dropped."""
-            if n in results or not result.pending:
-                return
-            result = toolchain.annotate(result, cfg.toolchain)
-            given_first.add(n)
-            progress.step(f"{contexts[n][0].student}/{contexts[n][0].task.id}: cases")
-            if on_result:
-                on_result(result)
-            for d in copies.get(n, []):
-                if on_result:
-                    on_result(reused(result, contexts[d][0], contexts[n][0]))
-
-        def done(n: int, result: TaskResult) -> None:
-            job, folders, _ = contexts[n]
-            result = toolchain.annotate(result, cfg.toolchain)  # graded with the course's torch and triton?
-            if n not in later:  # what the trusted side spent on this file before any worker (staff only)
-                stages = result.staff.setdefault("stages", {})
-                stages["static"] = round(static_s.get(n, 0.0), 4)
-                stages["oracle"] = round(oracle_s.get(job.task.id, 0.0) / max(1, per_task.get(job.task.id, 1)), 4)
-            results[n] = result
-            progress.step(f"{job.student}/{job.task.id}" + (": timed" if n in timed_jobs else ""),
-                          2 if n in timed_jobs and n not in given_first else 1)
-            if on_result:
-                on_result(result)
-            if keep is not None:  # the trusted files: job descriptions, record streams, logs, the suite's report
-                shutil.copytree(folders.trusted, keep / folders.trusted.name, symlinks=True, dirs_exist_ok=True)
-            shutil.rmtree(folders.scratch, ignore_errors=True)
-            for d in copies.pop(n, []):
-                done(d, reused(result, contexts[d][0], job))
-
-        def finish(n: int, speed_pending: bool = False) -> None:
-            """Judge job `n` from the runs it has; `speed_pending`: its cases only, while its timing worker
-            runs (the first pass: `first_pass`)."""
-            job, folders, ctx = contexts[n]
-            then = first_pass if speed_pending else done
-            try:
-                if judge_pool is None:
-                    prepared.answer(job.task)
-                    ctx = replace(ctx, speed_pending=speed_pending, _verdicts={})
-                    then(n, judge_job(job, folders, ctx, list(runs[n]), staff_records.get(n)))
-                else:
-                    judging[judge_pool.submit(judge_job_apart, job, folders, ctx.static, device, list(runs[n]),
-                                              backend, prepared.case_paths(job.task), tree.answers_file(job.task.id),
-                                              staff_records.get(n), ctx.tritons, speed_pending)] = (n, then)
-            except Exception as exc:  # noqa: BLE001
-                if not speed_pending:
-                    done(n, grader_failure(job, device, exc, runs[n]))
-
-        answered: dict[str, threading.Event] = {}
-        oracle_failed: dict[str, BaseException] = {}
-        for n, (job, _, _) in enumerate(contexts):
-            if n not in results and n not in later:
-                answered.setdefault(job.task.id, threading.Event())
-        order = list(dict.fromkeys(contexts[n][0].task.id for n in range(len(contexts))
-                                   if contexts[n][0].task.id in answered))
-
-        def oracle_work() -> None:
-            """Each task's answers, in the order of the jobs (the oracle thread)."""
-            tasks_by_id = {job.task.id: job.task for job, _, _ in contexts}
-            for task_id in order:
-                t_oracle = time.perf_counter()
-                try:
-                    prepared.answer(tasks_by_id[task_id])
-                except Exception as exc:  # noqa: BLE001 - a staff error: that task's jobs fail, with the reason
-                    oracle_failed[task_id] = exc
-                finally:
-                    oracle_s[task_id] = oracle_s.get(task_id, 0.0) + time.perf_counter() - t_oracle
-                    answered[task_id].set()
-
-        waiting: list[tuple[int, bool]] = []
+        self.judge_pool = ProcessPoolExecutor(self.judges, mp_context=multiprocessing.get_context("spawn"),
+                                              initializer=_judge_process) if self.judges else None
+        self.judging: dict = {}
+        """A judge process's future -> (job, whether it judges the job's cases only: `first_pass`)."""
+        self.answered: dict[str, threading.Event] = {}
+        self.oracle_failed: dict[str, BaseException] = {}
+        for n, (job, _, _) in enumerate(self.contexts):
+            if n not in self.results and n not in self.later:
+                self.answered.setdefault(job.task.id, threading.Event())
+        self.order = list(dict.fromkeys(self.contexts[n][0].task.id for n in range(len(self.contexts))
+                                        if self.contexts[n][0].task.id in self.answered))
+        self.waiting: list[tuple[int, bool]] = []
         """Jobs ready to be judged whose task's answers are not there yet, in the order they became ready."""
-
-        def when_answered(n: int, speed_pending: bool = False) -> None:
-            waiting.append((n, speed_pending))
-            flush()
-
-        def flush() -> None:
-            for item in list(waiting):
-                n, speed_pending = item
-                event = answered.get(contexts[n][0].task.id)
-                if event is not None and not event.is_set():
-                    continue
-                waiting.remove(item)
-                if n in results:
-                    continue
-                failed = oracle_failed.get(contexts[n][0].task.id)
-                if failed is not None:
-                    if not speed_pending:
-                        done(n, grader_failure(contexts[n][0], device, failed, runs[n]))
-                    continue
-                finish(n, speed_pending)
-
-        def drain(block: bool) -> None:
-            for future in [f for f in judging if block or f.done()]:
-                n, then = judging.pop(future)
-                try:
-                    result = future.result()
-                except Exception as exc:  # noqa: BLE001 - a judge process that died, or could not send its result
-                    if then is first_pass:
-                        continue  # the full result says it
-                    result = grader_failure(contexts[n][0], device, exc, runs[n])
-                then(n, result)
-
-        gpus = visible_gpus() if device == "cuda" else []
+        self.gpus = visible_gpus() if self.device == "cuda" else []
         # A job with speed tests is judged twice: once its cases are done (`first_pass`), and once timed.
-        timed_jobs = {n for n in runnable if any(device in p.devices for p in contexts[n][0].task.perf)}
-        given_first: set[int] = set()
-        progress = Progress(len(contexts) + len(timed_jobs))
-        for n in sorted(results):  # refused before anything ran
-            done(n, results[n])
-        # grader/isolation/schedule.py: one pool runs the staff's timing runs, the case shards and the timing workers,
-        # by priority; a job is judged as soon as its last item is done.
-        pool = Scheduler(workers, {"timing": max(1, workers // 3)})
-        gpu_turn = itertools.count()
+        self.timed_jobs = {n for n in self.runnable
+                           if any(self.device in p.devices for p in self.contexts[n][0].task.perf)}
+        self.given_first: set[int] = set()
+        self.progress = Progress(len(self.contexts) + len(self.timed_jobs))
+        for n in sorted(self.results):  # refused before anything ran
+            self.done(n, self.results[n])
 
-        def on_gpu() -> dict:
-            """The next GPU of the round, and its gate (every CUDA worker uses the GPU through it)."""
-            if device != "cuda":
-                return {}
-            gpu = gpus[next(gpu_turn) % len(gpus)] if len(gpus) > 1 else None
-            return {"gpu": gpu, "gate": tree.gate(gpu)}
+    # --------------------------------------------------------------------------------------- the pool's items
 
-        staff_runs: dict[str, tuple[Path | None, Path | None]] = {}
-        finished: dict[tuple[int, int], list[WorkerRun]] = {}
-        """(job, shard) -> its runs, as soon as the shard is done (a timing worker looks at its speed cases)."""
+    def on_gpu(self) -> dict:
+        """The next GPU of the round, and its gate (every CUDA worker uses the GPU through it)."""
+        if self.device != "cuda":
+            return {}
+        gpu = self.gpus[next(self.gpu_turn) % len(self.gpus)] if len(self.gpus) > 1 else None
+        return {"gpu": gpu, "gate": self.tree.gate(gpu)}
+
+    def queue_work(self, pool: Scheduler) -> None:
+        """Every item of the pool: the staff's warm-up runs (CUDA, sandboxed), then per runnable job its case
+        shards and, with speed tests, the staff's timing run of its task and its own timing worker."""
+        if self.device == "cuda" and self.cfg.sandbox.enabled:
+            warm_shared_cache([self.contexts[n][0].task for n in self.runnable], self.device, self.cfg,
+                              self.prepared, self.tree, pool)
+        for n in self.runnable:
+            base_spec = self.job_spec(n)
+            self.add_shards(pool, n, base_spec)
+            self.add_timing(pool, n, base_spec)
+
+    def job_spec(self, n: int) -> JobSpec:
+        """What every worker of job `n` is told, before its shard's or its timing's own settings."""
+        job = self.contexts[n][0]
+        cfg, device = self.cfg, self.device
+        timeout_s, stall_s, audit_stall_s = cfg.limits(job.task, device)
+        return JobSpec(job.module_path, job.task.entry, list(job.task.kernels), device,
+                       self.prepared.case_paths(job.task), timeout_s, self.benchmark_autotune,
+                       fork_server=cfg.fork_server, specialize=self.specialize[n],
+                       launch=launch_job(job.task), stall_s=stall_s, audit_stall_s=audit_stall_s,
+                       sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile, bounds=cfg.bounds,
+                       writes=cfg.writes, provenance=cfg.provenance, source=job.read())
+
+    def add_shards(self, pool: Scheduler, n: int, base_spec: JobSpec) -> None:
+        """Job `n`'s case shards, one pool item each."""
+        job, folders, ctx = self.contexts[n]
+        plan = self.shards[n]
+        public = [("shard", n, k) for k, indices in enumerate(plan)
+                  if all(job.task.cases[i].visibility == "public" for i in indices)]
+        for k, indices in enumerate(plan):
+            hidden = any(job.task.cases[i].visibility != "public" for i in indices)
+            spec = replace(base_spec, sees_hidden=hidden, **self.on_gpu())
+            cost = shard_cost(ctx.cases, indices, self.specialize[n])
+            # Jobs in order, so that results come from the first minute on and files finish one after
+            # another, not all at the end; within a job the heaviest shard first. A hidden shard after its
+            # job's public ones, ahead of new jobs' shards (its job is nearly done), or early on an idle
+            # thread.
+            pool.add(("shard", n, k), functools.partial(_shard_into, self.finished, (n, k), self.shard_runner,
+                                                        folders, k, spec, indices),
+                     priority=(1 if hidden else 2, n, -cost), after=public if hidden else (), early=True)
+            self.pending[n] += 1
+
+    def add_timing(self, pool: Scheduler, n: int, base_spec: JobSpec) -> None:
+        """Job `n`'s timing worker, and its task's staff timing run if no job before it asked for one; nothing for
+        a job with no speed test on this device."""
+        job, folders, _ = self.contexts[n]
+        device = self.device
+        perf = [PerfItem(index=i, test=p.id, case=job.task.case_index(p.case),
+                         baseline=_portable(job.task.folder / p.baseline), warmup=p.warmup, reps=p.reps,
+                         clock=p.clock) for i, p in enumerate(job.task.perf) if device in p.devices]
+        if not perf:
+            return
+        # One timing worker per job, compiling as Triton does (its specializations on). It starts once no
+        # case shard waits for a thread (a student's few files: at once), and only its timed calls hold
+        # the GPU alone (GpuGate): before them, the case workers still inside finish their call, so a
+        # timer beside a full class of case workers waits seconds for the room and holds every case
+        # worker up meanwhile (measured on the H200 box with timers started first: 17 files in 279 s).
+        # Each task's reference is timed first, the same way, by the staff's run (grader/judge/speed.py: what
+        # it proves; kept between grading runs), whose Inductor cache each timing worker starts from.
+        task = job.task
+        _, timer_stall_s, timer_audit_stall_s = self.cfg.limits(task, device, timing=True)
+        timer_stall = {"stall_s": timer_stall_s, "audit_stall_s": timer_audit_stall_s}
+        if task.id not in self.staff_runs:
+            self.staff_runs[task.id] = (None, None)
+            staff_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **timer_stall,
+                                 **self.on_gpu())
+            pool.add(("staff", task.id),
+                     functools.partial(_staff_timing_into, self.staff_runs, task, staff_spec, self.tree,
+                                       self.shard_runner),
+                     priority=(0, 0, n), kind="timing")
+        timing_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **timer_stall,
+                              **self.on_gpu())
+        plan = self.shards[n]
+        speed_shards = {item.index: next(((n, k) for k, indices in enumerate(plan) if item.case in indices),
+                                         None) for item in perf}
+        pool.add(("timing", n), functools.partial(_timed_run, self.staff_runs, task.id, self.shard_runner, folders,
+                                                  len(plan), timing_spec, self.finished, speed_shards),
+                 priority=(3, 0, n), kind="timing", after=[("staff", task.id)])
+        self.pending[n] += 1
+
+    # ------------------------------------------------------------------------------------------ the pool's run
+
+    def run_pool(self, pool: Scheduler) -> None:
+        """Start the pool and the oracle thread, and collect each item's runs as it ends: a job whose items are all
+        done is judged (its cases alone once its shards are, while its timing worker runs). Returns once every
+        item is done and every task answered."""
+        pool.start()  # every item is known: the threads take them best first
+        # The oracle answers each task once, in a thread of its own, in the order of the jobs, while the
+        # workers run: a job is judged as soon as its runs and its own task's answers are there (on the H200
+        # box, a class's oracle with twins took 30 s, and every result waited for all of it).
+        oracle_thread = threading.Thread(target=self.oracle_work, name="grader-oracle", daemon=True)
+        oracle_thread.start()
+        for n in range(len(self.contexts)):
+            if not self.pending[n] and n not in self.results and n not in self.later:
+                self.when_answered(n)
+        # A job judged in the pool is recorded (on_result) at once, even while other workers run on: a file
+        # that hangs until its time limit held every other student's result back with it.
+        for key, result in pool.results(idle=lambda: (self.flush(), self.drain(block=False))):
+            if key[0] not in ("shard", "timing"):
+                continue  # a warm-up or the staff's timing run: its job waits for it through the pool
+            self.collect(key, result)
+            self.flush()
+            self.drain(block=False)
+        while oracle_thread.is_alive():  # every worker is done: what is judged is recorded meanwhile
+            oracle_thread.join(0.2)
+            self.flush()
+            self.drain(block=False)
+        self.flush()
+
+    def collect(self, key: tuple, result: list[WorkerRun] | BaseException) -> None:
+        """The runs of a job's shard or timing worker (`key`): kept with the job's, and the job made ready to be
+        judged when it waits for nothing else (or for its timing worker only)."""
+        n = key[1]
+        if isinstance(result, BaseException):  # run_shard never raises; a scheduling error might
+            result = [WorkerRun(records=None, returncode=None, timed_out=False, seconds=0.0, log="",
+                                run_id=f"{key[0]}-{n}", problem=f"{type(result).__name__}: {result}")]
+        if key[0] == "timing":
+            self.staff_records[n] = self.staff_runs[self.contexts[n][0].task.id][0]
+        else:
+            self.shards_left[n] -= 1
+        self.runs[n] += result
+        self.pending[n] -= 1
+        if not self.pending[n] and n not in self.results:
+            self.when_answered(n)
+        elif not self.shards_left[n] and key[0] == "shard" and n not in self.results:
+            self.when_answered(n, speed_pending=True)  # its cases are done; its timing worker is not
+
+    def oracle_work(self) -> None:
+        """Each task's answers, in the order of the jobs (the oracle thread)."""
+        tasks_by_id = {job.task.id: job.task for job, _, _ in self.contexts}
+        for task_id in self.order:
+            t_oracle = time.perf_counter()
+            try:
+                self.prepared.answer(tasks_by_id[task_id])
+            except Exception as exc:  # noqa: BLE001 - a staff error: that task's jobs fail, with the reason
+                self.oracle_failed[task_id] = exc
+            finally:
+                self.oracle_s[task_id] = self.oracle_s.get(task_id, 0.0) + time.perf_counter() - t_oracle
+                self.answered[task_id].set()
+
+    # ------------------------------------------------------------------------------- judging and recording
+
+    def when_answered(self, n: int, speed_pending: bool = False) -> None:
+        """Judge job `n` once its task's answers are there (now, if they are)."""
+        self.waiting.append((n, speed_pending))
+        self.flush()
+
+    def flush(self) -> None:
+        """Judge the waiting jobs whose task's answers are there; a job whose task's oracle failed fails."""
+        for item in list(self.waiting):
+            n, speed_pending = item
+            event = self.answered.get(self.contexts[n][0].task.id)
+            if event is not None and not event.is_set():
+                continue
+            self.waiting.remove(item)
+            if n in self.results:
+                continue
+            failed = self.oracle_failed.get(self.contexts[n][0].task.id)
+            if failed is not None:
+                if not speed_pending:
+                    self.done(n, grader_failure(self.contexts[n][0], self.device, failed, self.runs[n]))
+                continue
+            self.finish(n, speed_pending)
+
+    def finish(self, n: int, speed_pending: bool = False) -> None:
+        """Judge job `n` from the runs it has; `speed_pending`: its cases only, while its timing worker
+        runs (the first pass: `first_pass`)."""
+        job, folders, ctx = self.contexts[n]
+        then = self.first_pass if speed_pending else self.done
         try:
-            if device == "cuda" and cfg.sandbox.enabled:
-                warm_shared_cache([contexts[n][0].task for n in runnable], device, cfg, prepared, tree, pool)
-            for n in runnable:
-                job, folders, _ = contexts[n]
-                timeout_s, stall_s, audit_stall_s = cfg.limits(job.task, device)
-                base_spec = JobSpec(job.module_path, job.task.entry, list(job.task.kernels), device,
-                                    prepared.case_paths(job.task), timeout_s, benchmark_autotune,
-                                    fork_server=cfg.fork_server, specialize=specialize[n],
-                                    launch=launch_job(job.task), stall_s=stall_s, audit_stall_s=audit_stall_s,
-                                    sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile, bounds=cfg.bounds,
-                                    writes=cfg.writes, provenance=cfg.provenance, source=job.read())
-                public = [("shard", n, k) for k, indices in enumerate(plan[n])
-                          if all(job.task.cases[i].visibility == "public" for i in indices)]
-                for k, indices in enumerate(plan[n]):
-                    hidden = any(job.task.cases[i].visibility != "public" for i in indices)
-                    spec = replace(base_spec, sees_hidden=hidden, **on_gpu())
-                    cost = shard_cost(contexts[n][2].cases, indices, specialize[n])
-                    # Jobs in order, so that results come from the first minute on and files finish one after
-                    # another, not all at the end; within a job the heaviest shard first. A hidden shard after its
-                    # job's public ones, ahead of new jobs' shards (its job is nearly done), or early on an idle
-                    # thread.
-                    pool.add(("shard", n, k), functools.partial(_shard_into, finished, (n, k), shard_runner,
-                                                                folders, k, spec, indices),
-                             priority=(1 if hidden else 2, n, -cost), after=public if hidden else (), early=True)
-                    pending[n] += 1
-                perf = [PerfItem(index=i, test=p.id, case=job.task.case_index(p.case),
-                                 baseline=_portable(job.task.folder / p.baseline), warmup=p.warmup, reps=p.reps,
-                                 clock=p.clock) for i, p in enumerate(job.task.perf) if device in p.devices]
-                if not perf:
-                    continue
-                # One timing worker per job, compiling as Triton does (its specializations on). It starts once no
-                # case shard waits for a thread (a student's few files: at once), and only its timed calls hold
-                # the GPU alone (GpuGate): before them, the case workers still inside finish their call, so a
-                # timer beside a full class of case workers waits seconds for the room and holds every case
-                # worker up meanwhile (measured on the H200 box with timers started first: 17 files in 279 s).
-                # Each task's reference is timed first, the same way, by the staff's run (grader/judge/speed.py: what
-                # it proves; kept between grading runs), whose Inductor cache each timing worker starts from.
-                task = job.task
-                _, timer_stall_s, timer_audit_stall_s = cfg.limits(task, device, timing=True)
-                timer_stall = {"stall_s": timer_stall_s, "audit_stall_s": timer_audit_stall_s}
-                if task.id not in staff_runs:
-                    staff_runs[task.id] = (None, None)
-                    staff_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **timer_stall,
-                                         **on_gpu())
-                    pool.add(("staff", task.id),
-                             functools.partial(_staff_timing_into, staff_runs, task, staff_spec, tree, shard_runner),
-                             priority=(0, 0, n), kind="timing")
-                timing_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **timer_stall,
-                                      **on_gpu())
-                speed_shards = {item.index: next(((n, k) for k, indices in enumerate(plan[n]) if item.case in indices),
-                                                 None) for item in perf}
-                pool.add(("timing", n), functools.partial(_timed_run, staff_runs, task.id, shard_runner, folders,
-                                                          len(plan[n]), timing_spec, finished, speed_shards),
-                         priority=(3, 0, n), kind="timing", after=[("staff", task.id)])
-                pending[n] += 1
-            pool.start()  # every item is known: the threads take them best first
-            # The oracle answers each task once, in a thread of its own, in the order of the jobs, while the
-            # workers run: a job is judged as soon as its runs and its own task's answers are there (on the H200
-            # box, a class's oracle with twins took 30 s, and every result waited for all of it).
-            oracle_thread = threading.Thread(target=oracle_work, name="grader-oracle", daemon=True)
-            oracle_thread.start()
-            for n in range(len(contexts)):
-                if not pending[n] and n not in results and n not in later:
-                    when_answered(n)
-            # A job judged in the pool is recorded (on_result) at once, even while other workers run on: a file
-            # that hangs until its time limit held every other student's result back with it.
-            for key, result in pool.results(idle=lambda: (flush(), drain(block=False))):
-                if key[0] not in ("shard", "timing"):
-                    continue  # a warm-up or the staff's timing run: its job waits for it through the pool
-                n = key[1]
-                if isinstance(result, BaseException):  # run_shard never raises; a scheduling error might
-                    result = [WorkerRun(records=None, returncode=None, timed_out=False, seconds=0.0, log="",
-                                        run_id=f"{key[0]}-{n}", problem=f"{type(result).__name__}: {result}")]
-                if key[0] == "timing":
-                    staff_records[n] = staff_runs[contexts[n][0].task.id][0]
-                else:
-                    shards_left[n] -= 1
-                runs[n] += result
-                pending[n] -= 1
-                if not pending[n] and n not in results:
-                    when_answered(n)
-                elif not shards_left[n] and key[0] == "shard" and n not in results:
-                    when_answered(n, speed_pending=True)  # its cases are done; its timing worker is not
-                flush()
-                drain(block=False)
-            while oracle_thread.is_alive():  # every worker is done: what is judged is recorded meanwhile
-                oracle_thread.join(0.2)
-                flush()
-                drain(block=False)
-            flush()
-        finally:
-            pool.close()
-        drain(block=True)
-        if os.environ.get("GRADER_TRACE"):  # when each item of the pool ran (scripts/bench_class.py, staff)
-            for key, start, end in sorted(pool.trace, key=lambda t: t[1]):
-                print(f"trace {start:8.2f} {end:8.2f} {end - start:7.2f}  {key}", file=sys.stderr)
-        if judge_pool is not None:
-            judge_pool.shutdown()
-        return [results[n] for n in range(len(contexts))]
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+            if self.judge_pool is None:
+                self.prepared.answer(job.task)
+                ctx = replace(ctx, speed_pending=speed_pending, _verdicts={})
+                then(n, judge_job(job, folders, ctx, list(self.runs[n]), self.staff_records.get(n)))
+            else:
+                future = self.judge_pool.submit(judge_job_apart, job, folders, ctx.static, self.device,
+                                                list(self.runs[n]), self.backend, self.prepared.case_paths(job.task),
+                                                self.tree.answers_file(job.task.id), self.staff_records.get(n),
+                                                ctx.tritons, speed_pending)
+                self.judging[future] = (n, speed_pending)
+        except Exception as exc:  # noqa: BLE001
+            if not speed_pending:
+                self.done(n, grader_failure(job, self.device, exc, self.runs[n]))
+
+    def drain(self, block: bool) -> None:
+        """Record what the judge processes have judged (with `block`, all of it, waiting for the rest)."""
+        for future in [f for f in self.judging if block or f.done()]:
+            n, speed_pending = self.judging.pop(future)
+            try:
+                result = future.result()
+            except Exception as exc:  # noqa: BLE001 - a judge process that died, or could not send its result
+                if speed_pending:
+                    continue  # the full result says it
+                result = grader_failure(self.contexts[n][0], self.device, exc, self.runs[n])
+            (self.first_pass if speed_pending else self.done)(n, result)
+
+    def first_pass(self, n: int, result: TaskResult) -> None:
+        """A job's result before its speed tests are timed (`result.pending` names them): handed to
+        `on_result` as soon as its cases are judged; the full result replaces it (`done`). One that comes
+        back from a judge process after the full result is dropped."""
+        if n in self.results or not result.pending:
+            return
+        result = toolchain.annotate(result, self.cfg.toolchain)
+        self.given_first.add(n)
+        self.progress.step(f"{self.contexts[n][0].student}/{self.contexts[n][0].task.id}: cases")
+        if self.on_result:
+            self.on_result(result)
+        for d in self.copies.get(n, []):
+            if self.on_result:
+                self.on_result(reused(result, self.contexts[d][0], self.contexts[n][0]))
+
+    def done(self, n: int, result: TaskResult) -> None:
+        """Job `n`'s full result: recorded, handed to `on_result`, its trusted files kept (with `keep`) and its
+        scratch folder removed; then the same for each later copy of its file."""
+        job, folders, _ = self.contexts[n]
+        result = toolchain.annotate(result, self.cfg.toolchain)  # graded with the course's torch and triton?
+        if n not in self.later:  # what the trusted side spent on this file before any worker (staff only)
+            stages = result.staff.setdefault("stages", {})
+            stages["static"] = round(self.static_s.get(n, 0.0), 4)
+            stages["oracle"] = round(self.oracle_s.get(job.task.id, 0.0) / max(1, self.per_task.get(job.task.id, 1)),
+                                     4)
+        self.results[n] = result
+        self.progress.step(f"{job.student}/{job.task.id}" + (": timed" if n in self.timed_jobs else ""),
+                           2 if n in self.timed_jobs and n not in self.given_first else 1)
+        if self.on_result:
+            self.on_result(result)
+        if self.keep is not None:  # the trusted files: job descriptions, record streams, logs, the suite's report
+            shutil.copytree(folders.trusted, self.keep / folders.trusted.name, symlinks=True, dirs_exist_ok=True)
+        shutil.rmtree(folders.scratch, ignore_errors=True)
+        for d in self.copies.pop(n, []):
+            self.done(d, reused(result, self.contexts[d][0], job))
 
 
 def _judge_process() -> None:

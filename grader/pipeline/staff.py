@@ -92,6 +92,11 @@ def staff_cache_dir() -> Path:
     return Path(os.environ.get(STAFF_CACHE_ENV) or Path.home() / ".cache" / "triton-grader-staff")
 
 
+PROTOCOL_FILES = tuple(f"protocol/{name}.py" for name in ("__init__", "tree", "trusted_files", "job", "records", "runs",
+                                                            "gate"))
+"""The files of grader/protocol that define the worker's job, its record stream and the GPU gate (`staff_key`)."""
+
+
 def staff_key(task: TaskSpec, spec: JobSpec) -> str:
     """What a staff timing run depends on: the task's files that define it (statement data, solution, baselines,
     oracle), the grader's timing code, the worker's settings, torch, Triton and the GPU. The same key: the same
@@ -100,7 +105,7 @@ def staff_key(task: TaskSpec, spec: JobSpec) -> str:
     h = hashlib.sha256()
     files = [task.folder / "task.yaml", task.folder / "solution.py", ROOT / "reference" / f"{task.reference}.py",
              *(ROOT / p.baseline for p in spec.perf),
-             *(Path(__file__).parents[1] / n for n in ("worker/timing.py", "worker/main.py", "protocol/__init__.py",
+             *(Path(__file__).parents[1] / n for n in ("worker/timing.py", "worker/main.py", *PROTOCOL_FILES,
                                                        "judge/speed.py"))]
     for f in files:
         h.update(str(f.name).encode())
