@@ -1,7 +1,7 @@
 # make setup  .venv with torch (CPU build where none is installed), triton, the test tools, and the grader as the
 #             `triton-grader` command (EXTRAS="plots ray" for the Ray backend; TORCH_INDEX: see scripts/setup_venv.sh)
-# make test   lint, every task checked (tasks --check), the grader's own tests, and the selftest of every task
-#             on the CPU interpreter
+# make test   lint, the docs' strict build (mkdocs), every task checked (tasks --check), the grader's own tests,
+#             and the selftest of every task on the CPU interpreter
 # make grade  grade the demo class in submissions/ into results/
 PYTHON := .venv/bin/python
 DEVICE ?= auto
@@ -21,6 +21,7 @@ test: export EXTRAS = plots ray server
 test: export GRADER_TESTS_NEED_RAY = 1
 test: export GRADER_TESTS_NEED_BROWSER = 1
 test: .venv/.ready lint
+	$(PYTHON) -m mkdocs build --strict --site-dir site -q  # the docs: no broken link, no page missing from the nav
 	@# a venv made by `make grade` or `make setup` lacks the extras the tests use: install them, never skip in silence
 	@$(PYTHON) -c "import ray, matplotlib, fastapi, uvicorn, selenium" 2>/dev/null || { echo "make test: installing the \
 		extras (plots ray server) into the venv"; $(PYTHON) -m pip install -q matplotlib ray fastapi uvicorn selenium; }
@@ -37,4 +38,4 @@ grade: .venv/.ready
 	$(PYTHON) -m grader batch submissions --homework hw4_int8 --manifest submissions/manifest.csv --device $(DEVICE)
 
 clean:
-	rm -rf results .pytest_cache
+	rm -rf results .pytest_cache site

@@ -381,7 +381,7 @@ def _course(args: argparse.Namespace) -> int:
         else:
             gradescope.bundle(args.homework, args.out, args.config)
             print(f"Gradescope autograder of {args.homework}: {args.out} (upload it as the assignment's "
-                  f"autograder; README: Courses)")
+                  f"autograder; docs/tas.md: Gradescope)")
     except (ConfigError, FileExistsError) as exc:
         print(f"{args.command}: {exc}", file=sys.stderr)
         return 2

@@ -43,7 +43,7 @@ else
   fi
   "$VENV/bin/python" -m pip install -q triton
 fi
-"$VENV/bin/python" -m pip install -q numpy pytest pytest-xdist pytest-json-report pyyaml tqdm pydantic nbformat markupsafe httpx ruff jsonschema import-linter hypothesis ${extras[@]+"${extras[@]}"}
+"$VENV/bin/python" -m pip install -q numpy pytest pytest-xdist pytest-json-report pyyaml tqdm pydantic nbformat markupsafe httpx ruff jsonschema import-linter hypothesis mkdocs ${extras[@]+"${extras[@]}"}
 # The grader as a package: `triton-grader ...` from any folder (the tasks stay where they are: an editable install).
 if ! "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e . 2>/dev/null; then
   echo "setup: the triton-grader command was not installed (setuptools >= 64 missing); \`python -m grader\` from" \

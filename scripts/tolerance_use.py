@@ -1,5 +1,5 @@
 """How much of each output's tolerance a task's reference solution uses, case by case: the numbers behind the
-tolerance comments in task.yaml and README's "Tolerances" table.
+tolerance comments in task.yaml and the "Tolerances" table of docs/task-authors.md.
 
     python scripts/tolerance_use.py [--task ID ...] [--device cpu|cuda]
 

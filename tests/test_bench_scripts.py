@@ -111,7 +111,7 @@ def test_triton_gemm_ceiling_computes_the_product_on_the_interpreter() -> None:
 
 
 def test_tolerance_use_prints_how_much_of_each_tolerance_a_reference_uses() -> None:
-    """scripts/tolerance_use.py: the numbers behind task.yaml's tolerance comments (README, Tolerances)."""
+    """scripts/tolerance_use.py: the numbers behind task.yaml's tolerance comments (docs/task-authors.md)."""
     done = subprocess.run([sys.executable, "scripts/tolerance_use.py", "--task", "puzzle08_long_softmax", "--task",
                            "puzzle12_quant_dot"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -450,7 +450,7 @@ def mtime_lateness_warning(planned: list[Planned], hw: Homework, have_manifest: 
     return (f"warning: {len(late)} of {len(planned)} files are past the deadline by their modification times (no "
             f"--manifest): if the class was copied or unzipped after {hw.deadline.isoformat()}, every one of them "
             "is graded late. Pass --manifest with each file's submission time (student,task,submitted_at: a "
-            "Gradescope or LMS export; README: TAs)")
+            "Gradescope or LMS export; docs/tas.md)")
 
 
 def record_result(ledger: Ledger, out: Path, hw: Homework, version: str, p: Planned, r: TaskResult) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from grader.protocol.known_errors import CUDA_ASSERT, UNSUPPORTED_API, UNSUPPORTED_APIS, UnsupportedApi, same_release
 
-GUIDE = "README: Toolchain"
+GUIDE = "docs/course-staff.md: Toolchain"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ SCALARS_PER_READ = 4
 SCALARS_FREE = 4
 """Numbers that may differ between the two calls whatever the task: a call counter that a kernel's workspace keeps
 (task 23's reference passes an `epoch`, one more each call), an address passed as an integer. Four numbers can carry
-at most 32 bytes of laundered data: README "What is still trusted"."""
+at most 32 bytes of laundered data: docs/integrity.md, "What is still trusted"."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _PATH = re.compile(r"(#?[A-Za-z0-9_]{1,64})((\[[0-9]{1,4}\]|\.[A-Za-z0-9_]{1,64}){0,4})")
 

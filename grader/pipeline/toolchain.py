@@ -16,7 +16,7 @@ from dataclasses import replace
 from grader.protocol.known_errors import release, same_release
 from grader.results import TaskResult
 
-GUIDE = "README: Toolchain"
+GUIDE = "docs/course-staff.md: Toolchain"
 __all__ = ["annotate", "differences", "note", "release", "same_release"]
 
 

@@ -59,8 +59,8 @@ UNSUPPORTED_APIS: dict[str, UnsupportedApi] = {api.name: api for api in (
                    ("runtime/interpreter.py", "create_inline_asm"), ("3.6", "3.9"), False,
                    "the same computation in triton.language"),
 )}
-"""The known APIs a CPU check cannot run, by the name a student writes. README's toolchain table has a row for
-each difference between releases."""
+"""The known APIs a CPU check cannot run, by the name a student writes. The CPU-and-CUDA table of
+docs/architecture.md has a row for each difference between releases."""
 
 
 def release(version: str | None) -> tuple[int, ...]:
