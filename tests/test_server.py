@@ -1,7 +1,6 @@
-"""The submission server, end to end on loopback: a real server (`python -m grader serve`, uvicorn) started by the
-test, the real client (`python -m grader submit`), grading on the CPU (the puzzles homework: a file grades in
-seconds). Tokens, refusals, attempts and lateness by the server's clock (a clock file the test sets), kill -9 with
-jobs queued and running, a burst served round-robin, and a real browser (headless Chromium) signing in."""
+"""The submission server, end to end on loopback (tests/server_support.py starts a real one): tokens, refusals, the
+real client grading on the CPU, a notebook, one's own results only, the course's views, the queue's order, and a
+real browser (headless Chromium) signing in and uploading."""
 
 from __future__ import annotations
 
@@ -9,128 +8,21 @@ import csv
 import datetime as dt
 import os
 import shutil
-import signal
-import socket
-import sqlite3
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
-httpx = pytest.importorskip("httpx")
+pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from grader.config import ROOT  # noqa: E402
+from server_support import SKELETON, SOLUTION, TASK, Served, make_tokens, submit_cli, variant  # noqa: E402
+
 from grader.course.server import Queue  # noqa: E402
-
-TASK = "puzzle01_constant_add"
-SOLUTION = ROOT / "tasks" / TASK / "solution.py"
-SKELETON = ROOT / "tasks" / TASK / "skeleton.py"
-DEADLINE = "2026-12-07T23:59:00+03:00"  # config.yaml's puzzles deadline
-BEFORE = "2026-12-01T12:00:00+00:00"
-
-
-def variant(path: Path, i: int, folder: Path) -> Path:
-    """The same file with a comment line: another file (another sha256), the same verdict."""
-    out = folder / f"v{i}" / path.name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(path.read_text() + f"\n# variant {i}\n")
-    return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Served:
-    """`python -m grader serve` in a process of its own, on a free loopback port."""
-
-    def __init__(self, tmp: Path, tokens: Path, *extra: str, config: Path | None = None) -> None:
-        self.tmp, self.tokens, self.extra, self.config = tmp, tokens, extra, config
-        self.data = tmp / "data"
-        self.clock = tmp / "clock.txt"
-        if not self.clock.exists():
-            self.set_clock(BEFORE)
-        self.proc: subprocess.Popen | None = None
-        self.log = tmp / "server.log"
-
-    def set_clock(self, when: str) -> None:
-        self.clock.write_text(when)
-
-    def start(self, *more: str) -> Served:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = dict(os.environ, GRADER_CLOCK_FILE=str(self.clock), PYTHONUNBUFFERED="1")
-        cmd = [sys.executable, "-m", "grader", "serve", "--homework", "puzzles", "--tokens", str(self.tokens),
-               "--data", str(self.data), "--port", str(self.port), "--device", "cpu", "--workers", "2",
-               *self.extra, *more]
-        if self.config:
-            cmd += ["--config", str(self.config)]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        end = time.monotonic() + 60
-        while time.monotonic() < end:
-            try:
-                if httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            time.sleep(0.2)
-        raise AssertionError("the server did not answer in 60 s: " + self.log.read_text()[-3000:])
-
-    def kill9(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGKILL)  # the server and the workers it started
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.kill9()
-
-    def api(self, method: str, path: str, token: str | None = None, **kw):
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.request(method, f"{self.url}{path}", headers=headers, timeout=30, **kw)
-
-    def wait_graded(self, token: str, n: int, timeout: float = 240) -> list[dict]:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            subs = self.api("GET", "/api/results", token).json()["submissions"]
-            done = [s for s in subs if s["state"] in ("graded", "failed")]
-            if len(done) >= n:
-                return subs
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            time.sleep(0.5)
-        raise AssertionError(f"not {n} graded in {timeout} s: {subs}\n" + self.log.read_text()[-3000:])
-
-
-def submit_cli(served: Served, token: str, file: Path, *more: str, task: str = TASK) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", "submit", "--server", served.url, "--token", token,
-                           "--task", task, str(file), *more], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
-def tokens(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    folder = tmp_path_factory.mktemp("tokens")
-    roster = folder / "roster.csv"
-    roster.write_text("student,email\nann,a@x\nbob,b@x\ncid,c@x\n")
-    out = folder / "tokens.csv"
-    done = subprocess.run([sys.executable, "-m", "grader", "tokens", str(roster), "--out", str(out), "--staff", "ta"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    rows = list(csv.DictReader(out.open()))
-    assert [(r["student"], r["role"]) for r in rows] == [("ann", "student"), ("bob", "student"), ("cid", "student"),
-                                                         ("ta", "staff")]
-    assert len({r["token"] for r in rows}) == 4 and all(len(r["token"]) >= 32 for r in rows)
-    return out, {r["student"]: r["token"] for r in rows}
+def tokens(tmp_path_factory):
+    return make_tokens(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -203,99 +95,6 @@ def test_submit_end_to_end_on_the_cpu_and_only_ones_own_results(server, tokens, 
     assert (server.data / "results" / "ann" / "results.json").is_file()
     board = server.api("GET", "/api/leaderboard").json()
     assert board["entries"] == [] and "no leaderboard for puzzles" in board["why_empty"]
-
-
-def test_attempts_and_lateness_by_the_servers_clock(tmp_path, tokens):
-    import yaml
-
-    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
-    cfg["homeworks"]["puzzles"]["max_attempts"] = 2
-    config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(cfg))
-    _, tok = tokens
-    served = Served(tmp_path, tokens[0], config=config).start()
-    try:
-        first = submit_cli(served, tok["ann"], SOLUTION, "--no-wait")
-        second = submit_cli(served, tok["ann"], SKELETON, "--no-wait")
-        assert first.returncode == second.returncode == 0
-        assert "attempt 1 of 2" in first.stdout and "attempt 2 of 2" in second.stdout
-        again = submit_cli(served, tok["ann"], SOLUTION, "--no-wait")  # the same file: no new attempt
-        assert again.returncode == 0 and "no new attempt" in again.stdout, again.stdout
-        third = submit_cli(served, tok["ann"], variant(SOLUTION, 3, tmp_path), "--no-wait")
-        assert third.returncode == 2 and "limit of 2 graded attempts" in third.stderr and "2 used" in third.stderr
-        # one day late by the server's clock: graded, 10% off (config.yaml's late policy)
-        deadline = dt.datetime.fromisoformat(DEADLINE)
-        served.set_clock((deadline + dt.timedelta(hours=5)).isoformat())
-        late = submit_cli(served, tok["bob"], SOLUTION)
-        assert late.returncode == 0 and "1 day(s) late" in late.stdout, late.stdout + late.stderr
-        subs = served.wait_graded(tok["bob"], 1)
-        assert subs[0]["score"] == pytest.approx(0.9) and subs[0]["late_days"] == 1
-        assert dt.datetime.fromisoformat(subs[0]["submitted_at"]) == deadline + dt.timedelta(hours=5)
-        # past max_days (5): refused, nothing stored
-        served.set_clock((deadline + dt.timedelta(days=6)).isoformat())
-        past = submit_cli(served, tok["cid"], SOLUTION)
-        assert past.returncode == 2 and "past the late limit" in past.stderr
-        assert served.api("GET", "/api/results", tok["cid"]).json()["submissions"] == []
-        served.wait_graded(tok["ann"], 3)
-    finally:
-        served.stop()
-
-
-def test_a_killed_server_grades_each_stored_submission_once(tmp_path, tokens):
-    _, tok = tokens
-    served = Served(tmp_path, tokens[0]).start("--paused")
-    files = [variant(SOLUTION, i, tmp_path) for i in range(3)]
-    try:
-        for f in files:
-            assert submit_cli(served, tok["ann"], f, "--no-wait").returncode == 0
-        assert submit_cli(served, tok["bob"], SKELETON, "--no-wait").returncode == 0
-        assert served.api("POST", "/api/staff/resume", tok["ta"]).status_code == 200
-        end = time.monotonic() + 60
-        while time.monotonic() < end:  # kill -9 while a job runs and others wait
-            counts = served.api("GET", "/api/staff/queue", tok["ta"]).json()["counts"]
-            if counts["running"]:
-                break
-            time.sleep(0.1)
-        assert counts["running"] and counts["queued"], counts
-        served.kill9()
-        served.start()
-        ann = served.wait_graded(tok["ann"], 3)
-        bob = served.wait_graded(tok["bob"], 1)
-    finally:
-        served.stop()
-    assert [s["state"] for s in ann + bob] == ["graded"] * 4
-    assert [s["score"] for s in ann] == [1.0] * 3 and bob[0]["score"] == 0.0
-    db = sqlite3.connect(served.data / "results" / "ledger.sqlite")
-    rows = db.execute("SELECT student, sha256 FROM attempts").fetchall()
-    assert len(rows) == len(set(rows)) == 4  # each stored submission recorded once
-
-
-def test_a_burst_is_served_round_robin_by_student(tmp_path, tokens):
-    _, tok = tokens
-    served = Served(tmp_path, tokens[0], "--rate-per-minute", "6").start("--paused")
-    try:
-        ids = {}
-        for i in range(6):
-            r = served.api("POST", f"/api/submit?task={TASK}", tok["ann"],
-                           content=variant(SOLUTION, i, tmp_path).read_bytes())
-            assert r.status_code == 201, r.text
-            ids.setdefault("ann", []).append(r.json()["id"])
-        over = served.api("POST", f"/api/submit?task={TASK}", tok["ann"],
-                          content=variant(SOLUTION, 9, tmp_path).read_bytes())
-        assert over.status_code == 429 and "in a minute" in over.json()["detail"]
-        for who in ("bob", "cid"):
-            r = served.api("POST", f"/api/submit?task={TASK}", tok[who], content=SOLUTION.read_bytes())
-            ids[who] = [r.json()["id"]]
-        order = served.api("GET", "/api/staff/queue", tok["ta"]).json()["order"]
-        assert order[:3] == [ids["ann"][0], ids["bob"][0], ids["cid"][0]], (order, ids)
-        assert served.api("POST", "/api/staff/resume", tok["ta"]).status_code == 200
-        served.wait_graded(tok["ann"], 6)
-        served.wait_graded(tok["cid"], 1)
-    finally:
-        served.stop()
-    db = sqlite3.connect(served.data / "server.sqlite")
-    started = [r[0] for r in db.execute("SELECT student FROM submissions ORDER BY started_seq")]
-    assert sorted(started[:3]) == ["ann", "bob", "cid"], started  # bob and cid not behind ann's five others
 
 
 def test_the_queue_order_is_round_robin_and_survives_a_restart(tmp_path):
