@@ -125,10 +125,10 @@ def test_bench_server_prints_the_idle_and_burst_latencies() -> None:
     """scripts/bench_server.py on the CPU (a puzzle): a row for the idle submissions and one for the burst, each with
     its count."""
     done = subprocess.run([sys.executable, "scripts/bench_server.py", "--homework", "puzzles", "--task",
-                           "puzzle01_constant_add", "--device", "cpu", "--idle", "2", "--burst", "3", "--students",
+                           "puzzle01_constant_add", "--device", "cpu", "--idle", "1", "--burst", "2", "--students",
                            "2"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = [line.split("|") for line in done.stdout.splitlines() if line.startswith("| idle") or
             line.startswith("| burst")]
-    assert [(r[1].strip().split(",")[0], r[2].strip()) for r in rows] == [("idle", "2"), ("burst", "3")], done.stdout
+    assert [(r[1].strip().split(",")[0], r[2].strip()) for r in rows] == [("idle", "1"), ("burst", "2")], done.stdout
     assert all(float(r[3]) > 0 for r in rows), done.stdout

@@ -42,7 +42,7 @@ from grader.course.ledger import Ledger
 from grader.course.tokens import TokenBook
 from grader.gates.intake import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES
 from grader.gates.notebook import Notebook, is_notebook
-from grader.pipeline.grading import Job, grade_jobs
+from grader.pipeline.grading import Job, grade_jobs, judge_processes
 from grader.pipeline.result import refused_result
 from grader.results import TaskResult, report
 
@@ -264,6 +264,11 @@ class Server:
         self.grade = grade
         self.versions = {t: batch.grader_version(sc.tasks[t]) for t in self.hw.tasks if t in sc.tasks}
         self.paused = False
+        cores = os.cpu_count() or 1
+        n = sc.cfg.judges if sc.cfg.judges >= 0 else max(1, cores // 2)
+        # Judge processes kept for the server's life: each batch of submissions started its own (spawned, torch
+        # imported) and a burst paid that at every batch.
+        self.judges = judge_processes(n) if n and grade is grade_jobs else None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.recover()
@@ -397,6 +402,8 @@ class Server:
             self.queue.wake.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        if self.judges is not None:
+            self.judges.shutdown(wait=False, cancel_futures=True)
 
     def _loop(self) -> None:
         size = self.sc.batch_size or self.sc.workers or self.sc.cfg.workers or max(1, (os.cpu_count() or 1))
@@ -449,6 +456,8 @@ class Server:
 
         if jobs:
             extra = {"backend": self.sc.backend, "address": self.sc.address} if self.sc.backend != "local" else {}
+            if self.judges is not None:
+                extra["judge_pool"] = self.judges
             results = self.grade(jobs, self.sc.cfg, self.sc.device, self.sc.workers, on_result=on_result, **extra)
             for r in results:  # a result on_result did not get
                 row, _ = planned[(r.student, r.task)]

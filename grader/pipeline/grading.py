@@ -102,12 +102,14 @@ def remove_leftovers(parent: Path | None = None) -> list[Path]:
 def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0,
                keep: Path | None = None, on_result: Callable[[TaskResult], object] | None = None,
                benchmark_autotune: bool = False, backend: str = "local", address: str | None = None,
-               static_checks: bool = True) -> list[TaskResult]:
+               static_checks: bool = True, judge_pool: ProcessPoolExecutor | None = None) -> list[TaskResult]:
     """Grade every job. Workers run in parallel (here, or as Ray tasks with backend='ray'); each job is judged
     here as soon as its workers are done, and handed to `on_result` then. A job whose grading fails in the
     grader itself gets a failed result of its own (`grader_failure`); every other job is graded as usual.
     `static_checks=False` skips the static policy (every file counts as passing it): only for tests that prove
-    the layers behind it (the op audit, the sandbox) on their own."""
+    the layers behind it (the op audit, the sandbox) on their own. `judge_pool` (from `judge_processes`): judge
+    processes that outlive this call, for a caller that grades again and again (the submission server); without
+    it, a call of more than one job starts its own and stops them at the end."""
     shard_runner = run_shard
     if backend == "ray":
         from grader.isolation.ray_backend import RayShards
@@ -125,8 +127,11 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
     tree = GradingTree(base)
     try:
         judges = (cfg.judges if cfg.judges >= 0 else cores // 2) if len(jobs) > 1 else 0  # judge processes: below
+        if judge_pool is not None:
+            judges = judge_pool._max_workers
         run = GradingRun(jobs, cfg, device, tree, workers, judges, shard_runner, keep=keep, on_result=on_result,
-                         benchmark_autotune=benchmark_autotune, backend=backend, static_checks=static_checks)
+                         benchmark_autotune=benchmark_autotune, backend=backend, static_checks=static_checks,
+                         judge_pool=judge_pool)
         return run.grade()
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -142,8 +147,10 @@ class GradingRun:
     def __init__(self, jobs: list[Job], cfg: CourseConfig, device: str, tree: GradingTree, workers: int,
                  judges: int, shard_runner: Callable, keep: Path | None = None,
                  on_result: Callable[[TaskResult], object] | None = None, benchmark_autotune: bool = False,
-                 backend: str = "local", static_checks: bool = True) -> None:
+                 backend: str = "local", static_checks: bool = True,
+                 judge_pool: ProcessPoolExecutor | None = None) -> None:
         self.jobs, self.cfg, self.device, self.tree = jobs, cfg, device, tree
+        self.given_judges = judge_pool
         self.workers, self.judges, self.shard_runner = workers, judges, shard_runner
         self.keep, self.on_result, self.benchmark_autotune = keep, on_result, benchmark_autotune
         self.backend, self.static_checks = backend, static_checks
@@ -182,7 +189,7 @@ class GradingRun:
         if os.environ.get("GRADER_TRACE"):  # when each item of the pool ran (scripts/bench_class.py, staff)
             for key, start, end in sorted(pool.trace, key=lambda t: t[1]):
                 print(f"trace {start:8.2f} {end:8.2f} {end - start:7.2f}  {key}", file=sys.stderr)
-        if self.judge_pool is not None:
+        if self.judge_pool is not None and self.judge_pool is not self.given_judges:
             self.judge_pool.shutdown()
         return [self.results[n] for n in range(len(self.contexts))]
 
@@ -249,8 +256,7 @@ class GradingRun:
         # by default one per two cores, so a class's judging keeps up with its workers (on the 16-core H100 box,
         # 40 students: 132 s with 8 judges, 139-152 s with 4, when the machine's CPU was 86% and 66-74% busy).
         # With 0, or a single job, it runs here, one job at a time.
-        self.judge_pool = ProcessPoolExecutor(self.judges, mp_context=multiprocessing.get_context("spawn"),
-                                              initializer=_judge_process) if self.judges else None
+        self.judge_pool = self.given_judges or (judge_processes(self.judges) if self.judges else None)
         self.judging: dict = {}
         """A judge process's future -> (job, whether it judges the job's cases only: `first_pass`)."""
         self.answered: dict[str, threading.Event] = {}
@@ -511,6 +517,11 @@ class GradingRun:
         shutil.rmtree(folders.scratch, ignore_errors=True)
         for d in self.copies.pop(n, []):
             self.done(d, reused(result, self.contexts[d][0], job))
+
+
+def judge_processes(n: int) -> ProcessPoolExecutor:
+    """`n` judge processes (one thread each), started on first use; `grade_jobs(judge_pool=...)` reuses them."""
+    return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_judge_process)
 
 
 def _judge_process() -> None:
