@@ -43,7 +43,9 @@ def test_hang_and_crash_fail_only_themselves(tmp_path, small_task, cfg, fork_ser
     # A store 1 TiB past the output: the interpreter writes through a wild pointer and the worker dies.
     crash = SOLUTION.replace("tl.store(output_ptr + offsets,", "tl.store(output_ptr + offsets + (1 << 40),")
     assert hang != SOLUTION and crash != SOLUTION
-    jobs = [Job(small_task, _file(tmp_path, "hang.py", hang), "hang"),
+    # The hang spins a core until its time limit: 10 s here (its own task object), 25 s for the other two.
+    hang_task = small_task.subset({c.id for c in small_task.cases}, timeout_s={"cpu": 10})
+    jobs = [Job(hang_task, _file(tmp_path, "hang.py", hang), "hang"),
             Job(small_task, _file(tmp_path, "crash.py", crash), "crash"),
             Job(small_task, _file(tmp_path, "good.py", SOLUTION), "good")]
     hang_r, crash_r, good_r = grade_jobs(jobs, cfg, "cpu", workers=3)
