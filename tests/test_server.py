@@ -54,6 +54,13 @@ def test_health_tokens_and_refusals(server, tokens):
     too_large = submit_cli(server, tok["ann"], big)
     assert too_large.returncode == 2 and "over the grader's limit" in too_large.stderr
     assert server.api("POST", f"/api/submit?task={TASK}&filename=x.txt", tok["ann"], content=b"x").status_code == 415
+    # A file name is a display string: a path in it reaches no folder (the upload is kept under its sha256).
+    r = server.api("POST", f"/api/submit?task={TASK}&filename=../../../escaped.py", tok["cid"],
+                   content=SKELETON.read_bytes())
+    assert r.status_code == 201, r.text
+    row = server.api("GET", f"/api/submissions/{r.json()['id']}", tok["cid"]).json()
+    assert row["filename"] == "escaped.py"
+    assert not list(server.tmp.rglob("escaped.py")) and not (server.data.parent.parent / "escaped.py").exists()
 
 
 def test_submit_end_to_end_on_the_cpu_and_only_ones_own_results(server, tokens, tmp_path):
