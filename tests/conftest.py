@@ -15,6 +15,14 @@ def task10():
     return load_task(ROOT / "tasks" / "10_quantize_global_int8")
 
 
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory):
+    """A roster's tokens for the submission server's tests (tests/server_support.py): (TOKENS.csv, name -> token)."""
+    from server_support import make_tokens
+
+    return make_tokens(tmp_path_factory)
+
+
 @pytest.fixture
 def answer_reader(task10, tmp_path) -> Path:
     """wrong/read_answer_key.py, naming the answer key by its absolute path (the original finds the project

@@ -10,19 +10,9 @@ import os
 import shutil
 
 import pytest
-
-pytest.importorskip("httpx")
-pytest.importorskip("fastapi")
-pytest.importorskip("uvicorn")
-
-from server_support import SKELETON, SOLUTION, TASK, Served, make_tokens, submit_cli, variant  # noqa: E402
+from server_support import SKELETON, SOLUTION, TASK, Served, submit_cli, variant  # noqa: E402
 
 from grader.course.server import Queue  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tokens(tmp_path_factory):
-    return make_tokens(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

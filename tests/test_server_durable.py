@@ -8,19 +8,9 @@ import sqlite3
 import time
 
 import pytest
-
-pytest.importorskip("httpx")
-pytest.importorskip("fastapi")
-pytest.importorskip("uvicorn")
-
-from server_support import DEADLINE, SKELETON, SOLUTION, TASK, Served, make_tokens, submit_cli, variant  # noqa: E402
+from server_support import DEADLINE, SKELETON, SOLUTION, TASK, Served, submit_cli, variant  # noqa: E402
 
 from grader.config import ROOT  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tokens(tmp_path_factory):
-    return make_tokens(tmp_path_factory)
 
 
 def test_attempts_and_lateness_by_the_servers_clock(tmp_path, tokens):
