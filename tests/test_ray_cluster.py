@@ -4,6 +4,8 @@ with the verdicts the local backend gives. (Both nodes run on this one machine, 
 here: a gate lives in the machine's temporary folder, as it must for the GPUs of one box.)"""
 
 import os
+import shutil
+import tempfile
 import time
 
 import pytest
@@ -21,13 +23,25 @@ else:
 def cluster():
     from ray.cluster_utils import Cluster
 
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 1, "include_dashboard": False})
-    c.add_node(num_cpus=2, num_gpus=1)
-    c.wait_for_nodes()
-    ray.init(address=c.address, log_to_driver=False)
-    yield c
-    ray.shutdown()
-    c.shutdown()
+    # The nodes' temporary folder is their own (a short path: Ray's sockets go below it too): tests/test_ray.py,
+    # which may run beside this file, counts the grader-ray-* folders of the machine's.
+    tmp = tempfile.mkdtemp(prefix="rc-")
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = tmp
+    try:
+        c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 1, "include_dashboard": False})
+        c.add_node(num_cpus=2, num_gpus=1)
+        c.wait_for_nodes()
+        ray.init(address=c.address, log_to_driver=False)
+        yield c
+        ray.shutdown()
+        c.shutdown()
+    finally:
+        if before is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_a_two_node_cluster_runs_gpu_tasks_on_both_nodes_each_behind_its_own_gate(cluster, tmp_path):
