@@ -32,7 +32,6 @@ import json
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -242,8 +241,6 @@ class ServerConfig:
     data: Path
     tokens: TokenBook
     workers: int = 0
-    batch_size: int = 0
-    """Submissions graded together (0: the pool's workers, at most one per student at a time)."""
     rate_per_minute: int = 10
     """A student's submissions in any minute, at most (429 past it)."""
     clock_file: str | None = None
@@ -406,7 +403,7 @@ class Server:
             self.judges.shutdown(wait=False, cancel_futures=True)
 
     def _loop(self) -> None:
-        size = self.sc.batch_size or self.sc.workers or self.sc.cfg.workers or max(1, (os.cpu_count() or 1))
+        size = self.sc.workers or self.sc.cfg.workers or max(1, (os.cpu_count() or 1))
         while not self._stop.is_set():
             with self.queue.wake:
                 rows = [] if self.paused else self.queue.take(size)
@@ -495,13 +492,3 @@ class Server:
             leaderboard.write(self.out, self.hw, board)
         batch.write_gradebook(rows, self.hw, self.out / "gradebook.csv")
         batch.write_summary(rows, self.hw, self.out, self.out / "summary.md")
-
-    def wait_idle(self, timeout: float) -> bool:
-        """True once nothing is queued or running (tests)."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            counts = self.queue.counts()
-            if not counts["queued"] and not counts["running"]:
-                return True
-            time.sleep(0.2)
-        return False
