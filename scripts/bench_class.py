@@ -127,6 +127,8 @@ def stage_report(staffs: list[tuple[str, dict]]) -> dict[str, float]:
     print(f"stages  : seconds per file, over {files} graded files ({reused} identical copies reused)", flush=True)
     for key, words in STAGE_ROWS:
         print(f"  {key:<14} {totals.get(key, 0.0) / files:8.2f}  {words}", flush=True)
+    print(f"  {'timing_compile':<14} {totals.get('timing_compile', 0.0) / files:8.2f}  of compile, the timing "
+          "workers' (a kernel the case workers did not compile for them, a baseline's; cache hits too)", flush=True)
     for key in ("case_worker_wall", "timing_worker_wall", "gate_wait"):
         print(f"  {key:<14} {totals.get(key, 0.0) / files:8.2f}  (wall seconds, not core-seconds)", flush=True)
     print(f"  gate_bypassed  {totals.get('gate_bypassed', 0.0):8.0f}  waits at the GPU gate that ran out (in all)",

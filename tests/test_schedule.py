@@ -237,3 +237,53 @@ def test_progress_is_a_bar_at_a_terminal_and_lines_elsewhere():
     pytest.importorskip("tqdm")
     assert bar.bar is not None and "3/3" in tty.getvalue() and "carol/10" in tty.getvalue()
     assert "[1/3]" not in tty.getvalue()
+
+
+def test_on_cuda_the_timed_case_runs_specialized_in_a_shard_the_timing_worker_waits_for(tmp_path):
+    """Issue 48: the timing worker compiles as Triton does (specialized), the case workers do not (grading.specialize
+    false). Planned for CUDA (nothing runs: no GPU needed), task 12's timed case gets a shard of its own that runs
+    specialized and first among its job's shards, and the timing worker starts after it (and finds its kernels in
+    the job's Triton cache); the hidden shards wait for the unspecialized public ones only."""
+    from grader.config import discover_tasks, load_config
+    from grader.pipeline.grading import GradingRun
+    from grader.pipeline.result import Job
+    from grader.protocol import GradingTree
+
+    tasks, _ = discover_tasks()
+    cfg = load_config(tasks=tasks)
+    task = tasks["12_matmul_int8_fused_dequant"]
+    assert not cfg.specialize and task.specialize is None
+    run = GradingRun([Job(task, task.folder / "solution.py", "alice")], cfg, "cuda", GradingTree(tmp_path), 8, 0,
+                     None)
+    run.prepare_jobs()
+    run.plan()
+    run.gpus = []  # start_judging's, without a GPU
+    timed = {task.case_index(p.case) for p in task.perf}
+    assert run.timed_cases == {0: timed}
+    added = {}
+
+    class Pool:
+        def add(self, key, fn, priority=(), kind="case", after=(), early=False):
+            added[key] = (fn, priority, list(after))
+
+    base = run.job_spec(0)
+    run.add_shards(Pool(), 0, base)
+    run.add_timing(Pool(), 0, base)
+    shards = {key: (fn.args[-1], fn.args[-2].specialize) for key, (fn, _, _) in added.items() if key[0] == "shard"}
+    timed_keys = [key for key, (cases, _) in shards.items() if set(cases) <= timed]
+    assert len(timed_keys) == 1 and shards[timed_keys[0]][1] is True
+    assert all(not special for key, (_, special) in shards.items() if key not in timed_keys)
+    assert sorted(i for cases, _ in shards.values() for i in cases) == list(range(len(task.cases)))
+    assert set(added[("timing", 0)][2]) == {("staff", task.id), timed_keys[0]}
+    public_first = min((p for key, (_, p, _) in added.items() if key[0] == "shard" and p[0] == 2))
+    assert added[timed_keys[0]][1] == public_first
+    for key, (fn, _, after) in added.items():
+        if key[0] == "shard" and fn.args[-2].sees_hidden:
+            assert after and timed_keys[0] not in after
+    # on the CPU (the interpreter compiles nothing), nothing is planned apart
+    (tmp_path / "c").mkdir()
+    cpu = GradingRun([Job(task, task.folder / "solution.py", "alice")], cfg, "cpu", GradingTree(tmp_path / "c"), 8,
+                     0, None)
+    cpu.prepare_jobs()
+    cpu.plan()
+    assert cpu.timed_cases == {}
