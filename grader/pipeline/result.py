@@ -440,7 +440,7 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
             stages[f"{kind}_wall"] = round(stages.get(f"{kind}_wall", 0.0) + r.seconds, 4)
             for name, value in worker_stages(r.status()).items():
                 stages[name] = round(stages.get(name, 0.0) + value, 4)
-                if r.perf and name == "compile":  # of it, the timing worker's: what its job's case workers left to compile
+                if r.perf and name == "compile":  # the timing worker's: what its case workers left to compile
                     stages["timing_compile"] = round(stages.get("timing_compile", 0.0) + value, 4)
         staff["stages"] = stages
     if job.notebook is not None:  # the lines every message cites, as the notebook's cells (gates/notebook.py)
