@@ -102,8 +102,11 @@ def main() -> int:
                     break
             except httpx.HTTPError:
                 time.sleep(0.3)
-        one("s000")  # a warm-up: the fork server, the oracle's first answers, the Triton cache of the box
-        idle = [one(f"s{i % args.students:03d}") for i in range(args.idle)]
+        print(f"warm-up: {one('s000'):.2f} s", flush=True)  # the fork server, the oracle's first answers
+        idle = []
+        for i in range(args.idle):  # each as it comes: a run cut short still shows what it measured
+            idle.append(one(f"s{i % args.students:03d}"))
+            print(f"idle {i + 1}: {idle[-1]:.2f} s", flush=True)
         burst: list[float] = []
         start = time.perf_counter()
         threads = [threading.Thread(target=lambda s=f"s{i % args.students:03d}": burst.append(one(s)))
