@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +71,17 @@ def main() -> int:
     cmd = [sys.executable, "-m", "grader", "serve", "--homework", args.homework, "--tokens", str(tokens_csv),
            "--data", str(work / "data"), "--port", str(port), "--device", args.device,
            "--rate-per-minute", "0", "--workers", str(args.workers)]
-    server = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # The server's clock an hour before the homework's deadline (the demo course's deadlines are past, and a late
+    # submission past the late limit is refused): what is timed is grading, not the late policy.
+    from grader.config import load_config
+
+    deadline = load_config().homeworks[args.homework].deadline
+    env = dict(os.environ)
+    if deadline is not None:
+        clock = work / "clock.txt"
+        clock.write_text((deadline - timedelta(hours=1)).isoformat())
+        env["GRADER_CLOCK_FILE"] = str(clock)
+    server = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     counter = [0]
     lock = threading.Lock()
 
