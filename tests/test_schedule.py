@@ -269,7 +269,7 @@ def test_on_cuda_the_timed_case_runs_specialized_in_a_shard_the_timing_worker_wa
     base = run.job_spec(0)
     run.add_shards(Pool(), 0, base)
     run.add_timing(Pool(), 0, base)
-    shards = {key: (fn.args[-1], fn.args[-2].specialize) for key, (fn, _, _) in added.items() if key[0] == "shard"}
+    shards = {key: (fn.args[6], fn.args[5].specialize) for key, (fn, _, _) in added.items() if key[0] == "shard"}
     timed_keys = [key for key, (cases, _) in shards.items() if set(cases) <= timed]
     assert len(timed_keys) == 1 and shards[timed_keys[0]][1] is True
     assert all(not special for key, (_, special) in shards.items() if key not in timed_keys)
@@ -278,8 +278,9 @@ def test_on_cuda_the_timed_case_runs_specialized_in_a_shard_the_timing_worker_wa
     public_first = min((p for key, (_, p, _) in added.items() if key[0] == "shard" and p[0] == 2))
     assert added[timed_keys[0]][1] == public_first
     for key, (fn, _, after) in added.items():
-        if key[0] == "shard" and fn.args[-2].sees_hidden:
+        if key[0] == "shard" and fn.args[5].sees_hidden:
             assert after and timed_keys[0] not in after
+            assert sorted(("shard", *k) for k in fn.args[7]) == sorted(after)  # told what those compiled
     # on the CPU (the interpreter compiles nothing), nothing is planned apart
     (tmp_path / "c").mkdir()
     cpu = GradingRun([Job(task, task.folder / "solution.py", "alice")], cfg, "cpu", GradingTree(tmp_path / "c"), 8,

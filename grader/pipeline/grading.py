@@ -60,6 +60,7 @@ from grader.protocol import (
     PerfItem,
     RecordStream,
     WorkerRun,
+    compile_passed,
 )
 from grader.results import TaskResult
 
@@ -333,7 +334,8 @@ class GradingRun:
             # (the job's timing worker waits for it). A hidden shard after its job's public ones (it finds their
             # kernels compiled), ahead of new jobs' shards (its job is nearly done), or early on an idle thread.
             pool.add(("shard", n, k), functools.partial(_shard_into, self.finished, (n, k), self.shard_runner,
-                                                        folders, k, spec, indices),
+                                                        folders, k, spec, indices,
+                                                        [key[1:] for key in public] if hidden else ()),
                      priority=(1 if hidden else 2, n, -cost - (1 << 20) * timed[k]),
                      after=public if hidden else (), early=True)
             self.pending[n] += 1
@@ -550,7 +552,13 @@ def _staff_timing_into(into: dict, task: TaskSpec, spec: JobSpec, tree: GradingT
 
 
 def _shard_into(finished: dict, key: tuple[int, int], shard_runner, folders: JobFolders, shard: int,
-                spec: JobSpec, cases: list[int]) -> list[WorkerRun]:
+                spec: JobSpec, cases: list[int], before: list | tuple = ()) -> list[WorkerRun]:
+    """Run a shard and keep its runs in `finished`. `before`: the (job, shard) keys of the job's shards this one
+    follows (a hidden shard, its job's public ones): what their GPU compile checks passed (on the CPU) is not
+    compiled again (grader/protocol/records.py `compile_passed`; a shard that starts early finds none)."""
+    if before and spec.gpu_compile:
+        passed = {d for k in before for run in finished.get(tuple(k), []) for d in compile_passed(run.status())}
+        spec = replace(spec, compile_passed=tuple(sorted(passed)))
     runs = shard_runner(folders, shard, spec, cases)
     finished[key] = runs
     return runs
