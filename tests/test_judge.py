@@ -300,25 +300,3 @@ def test_a_garbled_printed_record_is_read_as_nothing():
     assert judge.printed_text("not a run") == ""
     big = judge.printed_text({"printed": {"text": "y" * 10**6, "dropped": "many"}})
     assert big.startswith("y" * judge.PRINTED_CHARS) and len(big) < judge.PRINTED_CHARS + 60
-
-
-def test_timed_cases_get_shards_of_their_own_that_run_specialized():
-    """The cases a job's timing worker times (issue 48): compiled as the timing worker compiles them (Triton's
-    specializations on), in shards that hold nothing else, so the timing worker finds their kernels compiled."""
-    from grader.pipeline.plan import plan_shards, shard_cost, timed_shard
-
-    def case(n, m):
-        return judge.CaseData(f"c{n}x{m}", [torch.zeros(n, m)], {}, ())
-
-    cases = [case(16, 16), case(17, 17), case(32, 48), case(33, 1)]
-    visibility = {0: ["public", "public", "public", "hidden"]}
-    for workers in (1, 2, 8):
-        plan = plan_shards({0: cases}, workers, {0: False}, visibility, {0: {2}})
-        assert [2] in plan[0], plan  # the timed case alone, whatever the number of workers
-        assert sorted(i for b in plan[0] for i in b) == [0, 1, 2, 3]
-        assert [timed_shard(b, {2}) for b in plan[0]].count(True) == 1
-        assert not any(3 in b and len(b) > 1 for b in plan[0])  # the hidden case still alone in its class
-    assert sorted(plan_shards({0: cases}, 1, {0: False}, visibility)[0]) == [[0, 1, 2], [3]]  # nothing timed
-    # unspecialized, 16x16 and 17x17 are one compilation; specialized, two
-    assert shard_cost(cases, [0, 1], False) == 1 and shard_cost(cases, [0, 1], True) == 2
-    assert not timed_shard([], {2}) and not timed_shard([1, 2], {2})

@@ -362,3 +362,50 @@ def test_a_job_is_judged_without_waiting_for_another_tasks_oracle(cfg, small10, 
     assert first.score == first.max_score and second.score == second.max_score
     when = dict(given)
     assert when[small10.id] < slow_done[0] <= when[small11.id], (given, slow_done)
+
+
+def test_compile_passed_keeps_only_a_short_list_of_digests():
+    """What a worker says its GPU compile check passed is read as digests and nothing else: a garbled list is no
+    list (its job's later workers then compile everything again)."""
+    good = ["a" * 64, "0123456789abcdef" * 4]
+    assert protocol.compile_passed({"compile_passed": good + good}) == sorted(good)
+    for garbled in (["A" * 64], ["a" * 63], ["a" * 64 + "\n"], [1], "a" * 64, {"x": 1},
+                    ["a" * 64] * (protocol.records.COMPILE_PASSED_MAX + 1)):
+        assert protocol.compile_passed({"compile_passed": garbled}) == []
+    assert protocol.compile_passed({}) == [] and protocol.compile_passed("done") == []
+    with pytest.raises(ValueError, match="compile_passed"):
+        protocol.WorkerJob.from_json(json.dumps({"run_id": "r", "submission": "s", "entry": "f", "kernels": [],
+                                                 "device": "cpu", "inputs": {}, "cases": [],
+                                                 "compile_passed": [3]}))
+
+
+def test_a_hidden_shard_does_not_compile_again_what_its_public_shard_compiled(cfg, tmp_path):
+    """On the CPU, a job's hidden shard starts after its public one (one worker here) and is told the GPU compile
+    check's keys that the public one passed: it compiles none of them again (task 20's hidden cases use the public
+    ones' kernels and configs), and the verdict is the one a shard that checks everything gets."""
+    from grader.config import load_task
+
+    task = load_task(ROOT / "tasks" / "20_lowbit_pack")
+    seen = []
+
+    def runner(folders, shard, spec, cases, strip=False):
+        if strip:
+            spec = dataclasses.replace(spec, compile_passed=())
+        runs = grading.run_shard(folders, shard, spec, cases)
+        seen.append((strip, spec.sees_hidden, list(spec.compile_passed),
+                     sum((r.status().get("stages") or {}).get("gpu_checks", 0) for r in runs),
+                     [d for r in runs for d in protocol.compile_passed(r.status())]))
+        return runs
+
+    scores = []
+    for strip in (False, True):
+        (tmp_path / f"tree{int(strip)}").mkdir()
+        tree = protocol.GradingTree(tmp_path / f"tree{int(strip)}")
+        result = grading.GradingRun([Job(task, task.folder / "solution.py", "alice")], cfg, "cpu", tree, 1, 0,
+                                    lambda *a, s=strip: runner(*a, strip=s)).grade()[0]
+        scores.append((result.score, [(t.name, t.outcome) for t in result.tests]))
+    (_, pub_hidden, _, pub_checks, passed), (_, hidden, told, hidden_checks, _) = seen[:2]
+    assert not pub_hidden and hidden and pub_checks > 0 and passed
+    assert told == sorted(set(passed)) and hidden_checks == 0
+    assert seen[3][1] and seen[3][2] == [] and seen[3][3] > 0  # told nothing, it compiles them
+    assert scores[0] == scores[1] and scores[0][0] > 0 and all(o == "passed" for _, o in scores[0][1])

@@ -38,7 +38,7 @@ from grader.isolation.schedule import Scheduler
 from grader.judge.known_errors import Tritons
 from grader.pipeline import toolchain
 from grader.pipeline.oracle import Prepared
-from grader.pipeline.plan import launch_job, plan_shards, shard_cost, timed_shard
+from grader.pipeline.plan import launch_job, plan_shards, shard_cost
 from grader.pipeline.result import (
     GradingContext,
     Job,
@@ -60,6 +60,7 @@ from grader.protocol import (
     PerfItem,
     RecordStream,
     WorkerRun,
+    compile_passed,
 )
 from grader.results import TaskResult
 
@@ -241,15 +242,8 @@ class GradingRun:
         self.specialize = {n: self.cfg.specialize if job.task.specialize is None else job.task.specialize
                            for n, (job, _, _) in enumerate(contexts)}
         visibility = {n: [c.visibility for c in contexts[n][0].task.cases] for n in self.runnable}
-        # On CUDA the timing worker compiles as Triton does (its specializations on), where the case workers do
-        # not (grading.specialize, off by default). The cases it times run specialized instead, in shards of their
-        # own (`plan_shards`), and it starts after them: it finds their kernels, every autotune config, compiled
-        # in the job's Triton cache, and compiles nothing again.
-        self.timed_cases = {n: {contexts[n][0].task.case_index(p.case) for p in contexts[n][0].task.perf
-                                if self.device in p.devices}
-                            for n in self.runnable if self.device == "cuda" and not self.specialize[n]}
         self.shards = plan_shards({n: contexts[n][2].cases for n in self.runnable}, self.workers, self.specialize,
-                                  visibility, self.timed_cases)
+                                  visibility)
         self.runs: dict[int, list[WorkerRun]] = {n: [] for n in range(len(contexts))}
         self.pending = {n: 0 for n in range(len(contexts))}
         self.shards_left = {n: len(self.shards.get(n, [])) for n in range(len(contexts))}
@@ -320,22 +314,20 @@ class GradingRun:
         """Job `n`'s case shards, one pool item each."""
         job, folders, ctx = self.contexts[n]
         plan = self.shards[n]
-        timed = [timed_shard(indices, self.timed_cases.get(n, set())) for indices in plan]
         public = [("shard", n, k) for k, indices in enumerate(plan)
-                  if all(job.task.cases[i].visibility == "public" for i in indices) and not timed[k]]
+                  if all(job.task.cases[i].visibility == "public" for i in indices)]
         for k, indices in enumerate(plan):
             hidden = any(job.task.cases[i].visibility != "public" for i in indices)
-            spec = replace(base_spec, sees_hidden=hidden, specialize=self.specialize[n] or timed[k],
-                           **self.on_gpu())
-            cost = shard_cost(ctx.cases, indices, spec.specialize)
+            spec = replace(base_spec, sees_hidden=hidden, **self.on_gpu())
+            cost = shard_cost(ctx.cases, indices, self.specialize[n])
             # Jobs in order, so that results come from the first minute on and files finish one after
-            # another, not all at the end; within a job the heaviest shard first, and before them a timed shard
-            # (the job's timing worker waits for it). A hidden shard after its job's public ones (it finds their
-            # kernels compiled), ahead of new jobs' shards (its job is nearly done), or early on an idle thread.
+            # another, not all at the end; within a job the heaviest shard first. A hidden shard after its
+            # job's public ones (it finds their kernels compiled, and on the CPU is told which GPU compile checks
+            # they passed), ahead of new jobs' shards (its job is nearly done), or early on an idle thread.
             pool.add(("shard", n, k), functools.partial(_shard_into, self.finished, (n, k), self.shard_runner,
-                                                        folders, k, spec, indices),
-                     priority=(1 if hidden else 2, n, -cost - (1 << 20) * timed[k]),
-                     after=public if hidden else (), early=True)
+                                                        folders, k, spec, indices,
+                                                        [key[1:] for key in public] if hidden else ()),
+                     priority=(1 if hidden else 2, n, -cost), after=public if hidden else (), early=True)
             self.pending[n] += 1
 
     def add_timing(self, pool: Scheduler, n: int, base_spec: JobSpec) -> None:
@@ -371,13 +363,9 @@ class GradingRun:
         plan = self.shards[n]
         speed_shards = {item.index: next(((n, k) for k, indices in enumerate(plan) if item.case in indices),
                                          None) for item in perf}
-        # After the shards of the cases it times, when those compiled its kernels (`plan`): starting beside them,
-        # it would compile the same kernels at the same time.
-        compiled_by = [("shard", *key) for key in dict.fromkeys(speed_shards.values())
-                       if key is not None and timed_shard(plan[key[1]], self.timed_cases.get(n, set()))]
         pool.add(("timing", n), functools.partial(_timed_run, self.staff_runs, task.id, self.shard_runner, folders,
                                                   len(plan), timing_spec, self.finished, speed_shards),
-                 priority=(3, 0, n), kind="timing", after=[("staff", task.id), *compiled_by])
+                 priority=(3, 0, n), kind="timing", after=[("staff", task.id)])
         self.pending[n] += 1
 
     # ------------------------------------------------------------------------------------------ the pool's run
@@ -550,7 +538,13 @@ def _staff_timing_into(into: dict, task: TaskSpec, spec: JobSpec, tree: GradingT
 
 
 def _shard_into(finished: dict, key: tuple[int, int], shard_runner, folders: JobFolders, shard: int,
-                spec: JobSpec, cases: list[int]) -> list[WorkerRun]:
+                spec: JobSpec, cases: list[int], before: list | tuple = ()) -> list[WorkerRun]:
+    """Run a shard and keep its runs in `finished`. `before`: the (job, shard) keys of the job's shards this one
+    follows (a hidden shard, its job's public ones): what their GPU compile checks passed (on the CPU) is not
+    compiled again (grader/protocol/records.py `compile_passed`; a shard that starts early finds none)."""
+    if before and spec.gpu_compile:
+        passed = {d for k in before for run in finished.get(tuple(k), []) for d in compile_passed(run.status())}
+        spec = replace(spec, compile_passed=tuple(sorted(passed)))
     runs = shard_runner(folders, shard, spec, cases)
     finished[key] = runs
     return runs

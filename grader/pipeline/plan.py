@@ -25,14 +25,9 @@ def specialization_key(case: judge.CaseData, specialize: bool = True) -> tuple:
     return tuple(key)
 
 
-TIMED = "+timed"
-"""The class label suffix of a timed case (`plan_shards`)."""
-
-
 def plan_shards(cases_per_job: dict[int, list[judge.CaseData]], workers: int,
                 specialize: dict[int, bool] | None = None,
-                classes: dict[int, list[str]] | None = None,
-                timed: dict[int, set[int]] | None = None) -> dict[int, list[list[int]]]:
+                classes: dict[int, list[str]] | None = None) -> dict[int, list[list[int]]]:
     """Split each job's cases over workers when there are more cores than jobs (a student checking one file, a
     few tasks on a big box). Compilation is the slow part, so cases that share a specialization stay together
     and a shard costs about its number of distinct specializations. Cases of different `classes` (per job, a
@@ -42,23 +37,14 @@ def plan_shards(cases_per_job: dict[int, list[judge.CaseData]], workers: int,
     Triton's specializations on, the five INT8 solutions made 24 shards of at most 2 specializations on 24
     workers, where the plan before made 25, one waiting for a free worker; both graded them in 24.5-29 s cold
     on the H100, compilation keeping all 16 cores busy. With them off, the default, there are 12
-    specializations in all, and it took 16-17 s).
-
-    `timed` (per job, the cases its timing worker times, when the job's cases run unspecialized): these run with
-    Triton's specializations on, as the timing worker compiles them, in shards of their own (a class of their
-    own, `timed_shards`), so that the timing worker finds their compiled kernels in the job's Triton cache and
-    compiles nothing."""
+    specializations in all, and it took 16-17 s)."""
     groups = {}
     minimum = {}
     for n, cases in cases_per_job.items():
-        labels = list((classes or {}).get(n) or [""] * len(cases))
-        timed_here = (timed or {}).get(n) or set()
+        labels = (classes or {}).get(n) or [""] * len(cases)
         by_key: dict[tuple, list[int]] = {}
         for i, case in enumerate(cases):
-            if i in timed_here:
-                labels[i] += TIMED
-            on = i in timed_here or (specialize or {}).get(n, True)
-            by_key.setdefault((labels[i], specialization_key(case, on)), []).append(i)
+            by_key.setdefault((labels[i], specialization_key(case, (specialize or {}).get(n, True))), []).append(i)
         groups[n] = sorted(by_key.items(), key=lambda kv: len(kv[1]), reverse=True)
         minimum[n] = len({label for label, _ in by_key})
     shards = {n: max(1, minimum[n]) for n in groups}
@@ -89,11 +75,6 @@ def plan_shards(cases_per_job: dict[int, list[judge.CaseData]], workers: int,
         job_plan.sort(key=len, reverse=True)  # the heaviest shard first
         plan[n] = [sorted(i for group in b for i in group) for b in job_plan]
     return plan
-
-
-def timed_shard(indices: list[int], timed: set[int]) -> bool:
-    """Whether a shard of `plan_shards` holds timed cases (then it holds nothing else): it runs specialized."""
-    return bool(indices) and all(i in timed for i in indices)
 
 
 def shard_cost(cases: list[judge.CaseData], indices: list[int], specialize: bool = True) -> int:

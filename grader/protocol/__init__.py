@@ -33,6 +33,7 @@ from grader.protocol.records import (
     RecordStream,
     RecordWriter,
     StatusTail,
+    compile_passed,
     worker_stages,
 )
 from grader.protocol.runs import WorkerRun
@@ -58,6 +59,7 @@ __all__ = [
     "StatusTail",
     "WorkerJob",
     "WorkerRun",
+    "compile_passed",
     "create_trusted",
     "make_run_folder",
     "open_trusted",

@@ -49,6 +49,9 @@ class WorkerJob:
     specialize: bool = True
     launch: dict | None = None
     gpu_compile: bool = True
+    compile_passed: list[str] = field(default_factory=list)
+    """GPU compile check keys (grader/worker/gpu_compile.py `digest`) that the job's finished workers reported as
+    compiling: this worker does not compile them again (`compile_passed` in grader/protocol/records.py)."""
     bounds: bool = True
     rerun_bounds: bool = False
     """Check addresses through an interpreted re-run of each call (always on CUDA; on the CPU for tests)."""
@@ -81,6 +84,9 @@ class WorkerJob:
         for name, kind in (("run_id", str), ("submission", str), ("entry", str), ("device", str),
                            ("kernels", list), ("cases", list)):
             _typed(data, name, kind)
+        passed = data.get("compile_passed", [])
+        if not isinstance(passed, list) or not all(isinstance(d, str) for d in passed):
+            raise ValueError("a worker job's compile_passed must be a list of digests")
         if not all(isinstance(v, str) for v in data["inputs"].values()):
             raise ValueError("a worker job's inputs must be file names")
         if not all(type(i) is int and i in data["inputs"] for i in data["cases"]):

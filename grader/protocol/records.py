@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import struct
 from enum import IntEnum
 from pathlib import Path
@@ -188,9 +189,27 @@ class RecordStream:
 
 
 STAGES = ("load", "import", "compile", "cases", "address", "twin", "records", "timing", "gate_wait", "gate_bypassed",
-          "gate_idle_releases")
+          "gate_idle_releases", "gpu_checks")
 """What a worker's last STATUS frame may count in its `stages` (seconds; `gate_bypassed` and `gate_idle_releases`,
-the holds let go while a call idled, are counts): where the worker's time went, for the class benchmark."""
+the holds let go while a call idled, and `gpu_checks`, the GPU compile check's compilations, are counts): where
+the worker's time went, for the class benchmark."""
+
+
+DIGEST = re.compile(r"[0-9a-f]{64}")
+COMPILE_PASSED_MAX = 512
+
+
+def compile_passed(status: dict) -> list[str]:
+    """The GPU compile check's keys a worker's last STATUS frame says compiled (`compile_passed`: digests), or
+    nothing if the list is not one of at most COMPILE_PASSED_MAX digests. The worker's word, as every in-process
+    check is: a later worker of the same job skips those compilations (on the CPU, a hidden shard after its
+    job's public ones), and no text of it goes anywhere else."""
+    raw = status.get("compile_passed") if isinstance(status, dict) else None
+    if not isinstance(raw, list) or len(raw) > COMPILE_PASSED_MAX:
+        return []
+    if not all(isinstance(d, str) and DIGEST.fullmatch(d) for d in raw):
+        return []
+    return sorted(set(raw))
 
 
 def worker_stages(status: dict) -> dict[str, float]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import inspect
 import os
 import re
@@ -52,7 +53,12 @@ class CompileCheck:
     """One per worker: `check(fn, args, kwargs)` returns None, or the student's message for a launch whose kernel
     does not compile for a GPU target."""
 
-    def __init__(self, originals: dict | None = None) -> None:
+    def __init__(self, originals: dict | None = None, known: list[str] | tuple[str, ...] = ()) -> None:
+        self.known = frozenset(known)
+        """Digests (`digest`) of keys that an earlier worker of the same job found compiling (WorkerJob
+        `compile_passed`): passed without compiling them again."""
+        self.compiled = 0
+        """How many keys this worker compiled (each for every target)."""
         self.originals = originals or {}
         """{(module, name): function} that the interpreter's patches replaced (grader/worker/main.py): the compiler
         must see the real libdevice functions."""
@@ -90,9 +96,18 @@ class CompileCheck:
             self._note(f"gpu compile check skipped: {type(exc).__name__}: {exc}")
             return None
         if key not in self.cache:
-            with self._compiler_view(fn):
-                self.cache[key] = self._compile(jit, sig, consts, options)
+            if digest(key) in self.known:
+                self.cache[key] = None
+            else:
+                self.compiled += 1
+                with self._compiler_view(fn):
+                    self.cache[key] = self._compile(jit, sig, consts, options)
         return self.cache[key]
+
+    def passed(self, limit: int = 512) -> list[str]:
+        """Digests of the keys that compiled for every target (at most `limit`): the done STATUS reports them, and
+        the job's later workers (its hidden shards, which start after its public ones) skip them."""
+        return sorted(digest(k) for k, message in self.cache.items() if message is None)[:limit]
 
     @contextlib.contextmanager
     def _compiler_view(self, fn):
@@ -174,6 +189,11 @@ class CompileCheck:
                 self._note(f"gpu compile check skipped for sm_{arch}: {type(exc).__name__}: {exc}")
                 return None
         return None
+
+
+def digest(key: tuple) -> str:
+    """A key of `CompileCheck.cache` as 64 hex digits (kernel, source, types, constexprs, options)."""
+    return hashlib.sha256(repr(key).encode()).hexdigest()
 
 
 def _member_wrapper_target(value):

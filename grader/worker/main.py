@@ -692,7 +692,7 @@ def main(job_file: Path, records_fd: int) -> int:
         inst.gate = gate
         stages.watch_compiles(gate, dynamo=bool(job.perf))  # torch.compile runs only in timing workers
         if device == "cpu" and job.gpu_compile:
-            inst.gpu_check = CompileCheck(originals)
+            inst.gpu_check = CompileCheck(originals, job.compile_passed)
         bounds = None
         if job.bounds and not job.warm:
             bounds = BoundsAudit(path)
@@ -806,7 +806,11 @@ def main(job_file: Path, records_fd: int) -> int:
         stages.seconds["gate_wait"] = round(gate.waited_s, 4)
         stages.seconds["gate_bypassed"] = gate.bypassed
         stages.seconds["gate_idle_releases"] = gate.idle_releases
-    records.json(Kind.STATUS, {"done": True, "stages": stages.seconds})
+    done: dict = {"done": True, "stages": stages.seconds}
+    if inst.gpu_check is not None:  # for the job's later workers (grader/protocol/records.py compile_passed)
+        stages.seconds["gpu_checks"] = inst.gpu_check.compiled
+        done["compile_passed"] = inst.gpu_check.passed()
+    records.json(Kind.STATUS, done)
     return 0
 
 
