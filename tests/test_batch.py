@@ -3,6 +3,7 @@ itself is stubbed here (the end-to-end path is covered by test_hostile.py and se
 ledger), but for the killed batch, a real `python -m grader batch` on two puzzles on the CPU."""
 
 import contextlib
+import csv
 import dataclasses
 import datetime as dt
 import json
@@ -157,6 +158,35 @@ def test_manifest_times_decide_lateness(setup, task10, tmp_path):
     assert "## Pass rate per test" in (setup[3] / "summary.md").read_text()
     gradescope = json.loads((setup[3] / "ann" / "results.json").read_text())
     assert gradescope["tests"][-1]["name"].endswith("/ late") and "2 day(s) late" in gradescope["tests"][-1]["output"]
+
+
+def test_canvas_csv_is_written_beside_the_gradebook_with_its_totals(setup, task10):
+    """results/canvas.csv (grader/course/canvas.py): Canvas's identity columns and its Points Possible row, then a
+    row per student with the total the gradebook counts (the late factor applied), the student's id in Student and
+    SIS Login ID; a folder named like a formula comes out as text."""
+    hw, cfg, root, out, tasks = setup
+    tid = task10.id
+    day = DEADLINE - dt.timedelta(days=1)
+    _submit(root, tid, 1.25, day)
+    for student in ("=2+3", "@SUM(1,2)", "eve"):
+        (root / student).mkdir()
+    _submit(root, tid, 2.0, DEADLINE + dt.timedelta(hours=2), student="=2+3")  # a started day late: 75%
+    _submit(root, tid, 0.5, day, student="@SUM(1,2)")
+    rows = _run(setup, FakeGrader())  # eve handed in nothing: 0 in the gradebook
+    with (out / "canvas.csv").open(newline="") as f:
+        lines = list(csv.reader(f))
+    assert lines[:2] == [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "HW"],
+                         ["Points Possible", "", "", "", "", "2"]]
+    body = {r[3]: r for r in lines[2:]}
+    assert body["'=2+3"] == ["'=2+3", "", "", "'=2+3", "", "1.5"]  # data, not a formula
+    assert body["'@SUM(1,2)"] == ["'@SUM(1,2)", "", "", "'@SUM(1,2)", "", "0.5"]
+    assert body["ann"] == ["ann", "", "", "ann", "", "1.25"] and body["eve"][5] == "0"
+    assert {r[3].removeprefix("'"): float(r[5]) for r in lines[2:]} == {s: r["total"] for s, r in rows.items()}
+    assert [r[3] for r in lines[2:]] == [r[0] for r in list(csv.reader((out / "gradebook.csv").open()))[1:]]
+    assert (out / "canvas.csv").read_bytes().startswith(b"Student,ID,SIS User ID,SIS Login ID,Section,HW\r\n"
+                                                        b"Points Possible,,,,,2\r\n")
+    _run(setup, FakeGrader(), canvas_assignment_id=4321)  # config.yaml's canvas.assignment_id: Canvas's `Name (ID)`
+    assert (out / "canvas.csv").read_text().splitlines()[0].endswith(",Section,HW (4321)")
 
 
 class ScoredFakeGrader(FakeGrader):

@@ -122,7 +122,7 @@ def test_gradescope_message_cannot_forge_the_table_or_close_its_code_block():
 def test_batch_results_json_and_gradebook_hold_a_hostile_student_as_text(tmp_path, task10):
     """Through `batch` (grading stubbed): a student folder named as a spreadsheet formula, a message with HTML, a
     forged list line and terminal escapes. results.json's Markdown renders no markup; the gradebook's cell is
-    text; the console lines carry no escape sequence."""
+    text, and canvas.csv's too; the console lines carry no escape sequence."""
     root = tmp_path / "subs"
     students = [HYPERLINK, *FORMULAS[1:], "ann"]
     for s in students:
@@ -155,6 +155,11 @@ def test_batch_results_json_and_gradebook_hold_a_hostile_student_as_text(tmp_pat
     assert sorted(r["student"] for r in rows) == sorted(escape.csv_cell(student_id(s)) for s in students)
     assert not [r["student"] for r in rows if r["student"][:1] in ("=", "+", "-", "@", "\t", "\r")]
     assert all(r[T10] == "0.5" and r["total"] == "0.5" for r in rows)
+    # canvas.csv (Canvas's gradebook import): the same cells in Student and SIS Login ID, and the same totals
+    with (out / "canvas.csv").open(newline="") as f:
+        canvas_rows = list(csv.reader(f))[2:]
+    assert [r[3] for r in canvas_rows] == [r["student"] for r in rows] == [r[0] for r in canvas_rows]
+    assert all(r[5] == "0.5" for r in canvas_rows)
     # results.json: the messages' code blocks hold the student's text; nothing renders as markup
     for s in students:
         for name in ("results.json", "gradescope.staff.json"):

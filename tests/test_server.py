@@ -89,6 +89,13 @@ def test_submit_end_to_end_on_the_cpu_and_only_ones_own_results(server, tokens, 
     assert book.status_code == 200
     rows = {r["student"]: r for r in csv.DictReader(book.text.splitlines())}
     assert rows["ann"][TASK] == "1.0" and rows["bob"][TASK] == "1.0"  # best of bob's two
+    assert server.api("GET", "/api/staff/canvas.csv", tok["ann"]).status_code == 403
+    book = server.api("GET", "/api/staff/canvas.csv", tok["ta"])  # the same totals, as Canvas's import reads them
+    assert book.status_code == 200 and book.headers["content-type"].startswith("text/csv")
+    lines = list(csv.reader(book.text.splitlines()))
+    assert lines[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert lines[1] == ["Points Possible", "", "", "", "", "12"]  # the puzzles: 12 x 1 point
+    assert rows["ann"]["total"] == "1.0" and {r[3]: r for r in lines[2:]}["ann"] == ["ann", "", "", "ann", "", "1"]
     assert (server.data / "results" / "ann" / "results.json").is_file()
     board = server.api("GET", "/api/leaderboard").json()
     assert board["entries"] == [] and "no leaderboard for puzzles" in board["why_empty"]

@@ -36,6 +36,9 @@ class Homework:
     leaderboard_names: str = "pseudonym"
     """How batch's leaderboard names students: `pseudonym` (stable, from a secret kept in the results folder) or
     `student` (their folder names: the course opts in)."""
+    canvas_assignment_id: int | None = None
+    """config.yaml `canvas.assignment_id`: the Canvas assignment the homework's column of canvas.csv goes to
+    (grader/course/canvas.py); None: the column is named by the title alone."""
 
     def ranks(self, task_id: str, test: str) -> bool:
         """Whether the leaderboard ranks this speed test."""

@@ -16,7 +16,7 @@ import types
 import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 Device = Literal["cuda", "cpu"]
 Count = Annotated[int, Field(ge=0)]
@@ -66,6 +66,15 @@ class LatePolicyFile(_File):
     max_days: Count = Field(0, description="days after which late work earns nothing (0: no such limit)")
 
 
+class CanvasFile(_File):
+    """`homeworks.<id>.canvas:` how `canvas.csv` (grader/course/canvas.py) names the homework's column for Canvas's
+    gradebook import."""
+
+    assignment_id: Annotated[StrictInt, Field(ge=1)] | None = Field(
+        None, description="the Canvas assignment's id (its URL's .../assignments/ID): the column is `Title (ID)`, "
+        "which Canvas matches to that assignment; null: the bare title")
+
+
 class HomeworkFile(_File):
     """`homeworks.<id>:` a homework's tasks and rules."""
 
@@ -80,6 +89,7 @@ class HomeworkFile(_File):
         None, description="the speed tests ranked, as TASK/TEST (default: every speed test of the homework)")
     leaderboard_names: Literal["pseudonym", "student"] = Field(
         "pseudonym", description="how batch's leaderboard names a student (student: the course opts in)")
+    canvas: CanvasFile | None = Field(None, description="the Canvas gradebook export (canvas.csv)")
 
 
 Version = Annotated[str, Field(pattern=r"^\d+(\.\d+){0,2}$")]

@@ -322,6 +322,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
                           for t, tests in (raw.speed_points or {}).items()},
             leaderboard=list(raw.leaderboard) if raw.leaderboard is not None else None,
             leaderboard_names=raw.leaderboard_names,
+            canvas_assignment_id=raw.canvas.assignment_id if raw.canvas else None,
         )
     cfg = CourseConfig(
         course=course.course,

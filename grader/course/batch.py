@@ -13,6 +13,7 @@ For every `submissions/<student>/<task_id>.py` of the homework:
 
 Outputs: results/<student>/<task>.json (and .staff.json), as each job is judged; at the end, from the ledger,
 results/gradebook.csv (one row per student, a column per task, total, late flag; sorted by student),
+results/canvas.csv (the totals in the CSV Canvas's gradebook import takes: grader/course/canvas.py),
 results/<student>/results.json (Gradescope's format, the student's view: hidden tests by points only),
 results/<student>/gradescope.staff.json (the same with every message: Gradescope's upload, staff only) and
 results/summary.md (score histogram, per-test pass rates).
@@ -38,7 +39,7 @@ from pathlib import Path
 
 import grader
 from grader.config import ROOT, CourseConfig, Homework, TaskSpec
-from grader.course import gradescope, leaderboard
+from grader.course import canvas, gradescope, leaderboard
 from grader.course.ledger import Attempt, Ledger
 from grader.course.release import reference_modules
 from grader.gates.intake import LINK_MESSAGE, IntakeError, read_submitted, shown, student_id, task_files
@@ -288,6 +289,7 @@ def run_batch(root: Path, hw: Homework, tasks: dict[str, TaskSpec], cfg: CourseC
     else:
         show(leaderboard.why_empty(out, hw, students, tasks))
     write_gradebook(rows, hw, out / "gradebook.csv")
+    canvas.write(rows, hw, out / CANVAS)
     write_summary(rows, hw, out, out / "summary.md", class_notes, told)
     show(f"graded {len(recorded)} new submission(s); gradebook: {out / 'gradebook.csv'}")
     if failed:
@@ -305,6 +307,9 @@ class Gradebook(dict):
         super().__init__(rows)
         self.failed = failed
 
+
+CANVAS = "canvas.csv"
+"""results/canvas.csv: the gradebook's totals for Canvas's gradebook import (grader/course/canvas.py)."""
 
 INTAKE = "intake.json"
 """results/<student>/intake.json: what of the student's folder the intake could not read this run, and why."""

@@ -9,8 +9,8 @@ Everything it keeps is under DIR:
 * `uploads/`: each submitted file, written whole and flushed to disk before its row is committed, so a
   submission the server answered for is never lost;
 * `results/`: what `batch` writes for a class, from the same code (grader/course/batch.py): the ledger of graded
-  attempts (`ledger.sqlite`), each student's files, `gradebook.csv`, `summary.md`, `results.json` and the
-  Gradescope upload, the leaderboard.
+  attempts (`ledger.sqlite`), each student's files, `gradebook.csv`, `canvas.csv` (Canvas's gradebook import),
+  `summary.md`, `results.json` and the Gradescope upload, the leaderboard.
 
 Rules are batch's: a task's `max_attempts` counts distinct files (a file submitted again is no new attempt and is
 not graded again), lateness is by the homework's late policy, now by the server's clock; a submission that would
@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from grader.config import CourseConfig, Homework, TaskSpec
-from grader.course import batch, leaderboard
+from grader.course import batch, canvas, leaderboard
 from grader.course.ledger import Ledger
 from grader.course.tokens import TokenBook
 from grader.gates.intake import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES
@@ -478,7 +478,7 @@ class Server:
 
     def _publish(self, students: set[str]) -> None:
         """The course's views from the ledger, as batch ends with them: results.json per student, gradebook.csv,
-        summary.md and the leaderboard."""
+        canvas.csv, summary.md and the leaderboard."""
         everyone = sorted(set(self.sc.tokens.students) | students)
         ledger = Ledger(self.out / "ledger.sqlite")
         try:
@@ -491,4 +491,5 @@ class Server:
         if board:
             leaderboard.write(self.out, self.hw, board)
         batch.write_gradebook(rows, self.hw, self.out / "gradebook.csv")
+        canvas.write(rows, self.hw, self.out / batch.CANVAS)
         batch.write_summary(rows, self.hw, self.out, self.out / "summary.md")

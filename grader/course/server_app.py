@@ -8,6 +8,7 @@
     GET  /api/leaderboard                  the live speed leaderboard (pseudonyms unless the course opts in)
     GET  /api/staff/queue                  staff: the queue and recent verdicts
     GET  /api/staff/gradebook.csv          staff: the gradebook, from the ledger
+    GET  /api/staff/canvas.csv             staff: the gradebook's totals for Canvas's import (grader/course/canvas.py)
     POST /api/staff/pause, /api/staff/resume   staff: stop or go on taking submissions off the queue
     GET  /                                 the student's page; GET /staff: the staff's
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from fastapi import FastAPI, Header, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
+from grader.course.batch import CANVAS
 from grader.course.server import Refused, Server
 from grader.course.server_page import STAFF_PAGE, STUDENT_PAGE
 from grader.gates.intake import MAX_NOTEBOOK_BYTES
@@ -110,6 +112,14 @@ def create_app(server: Server) -> FastAPI:
         if not (server.out / "gradebook.csv").is_file():  # written after each batch; before the first, made now
             server._publish(set())
         return PlainTextResponse((server.out / "gradebook.csv").read_text(), media_type="text/csv")
+
+    @app.get("/api/staff/canvas.csv")
+    def canvas_csv(authorization: str | None = Header(None)):
+        who(authorization, staff=True)
+        path = server.out / CANVAS
+        if not path.is_file():  # written after each batch, as gradebook.csv; before the first, made now
+            server._publish(set())
+        return Response(path.read_bytes(), media_type="text/csv")  # as written: CRLF line ends, as Canvas's own
 
     @app.post("/api/staff/pause")
     def pause(authorization: str | None = Header(None)) -> dict:
