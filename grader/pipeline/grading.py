@@ -542,7 +542,7 @@ def _shard_into(finished: dict, key: tuple[int, int], shard_runner, folders: Job
     """Run a shard and keep its runs in `finished`. `before`: the (job, shard) keys of the job's shards this one
     follows (a hidden shard, its job's public ones): what their GPU compile checks passed (on the CPU) is not
     compiled again (grader/protocol/records.py `compile_passed`; a shard that starts early finds none)."""
-    if before and spec.gpu_compile:
+    if before and spec.gpu_compile and spec.device == "cpu":  # the check runs on the interpreter only
         passed = {d for k in before for run in finished.get(tuple(k), []) for d in compile_passed(run.status())}
         spec = replace(spec, compile_passed=tuple(sorted(passed)))
     runs = shard_runner(folders, shard, spec, cases)
