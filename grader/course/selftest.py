@@ -14,6 +14,9 @@ from grader.config import CourseConfig, TaskSpec
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
 from grader.results import report
 
+COUNTED_STAGES = ("gpu_checks", "gate_bypassed", "gate_idle_releases")
+"""Stages that count events, not seconds (grader/protocol/records.py STAGES)."""
+
 
 def expectation(job_kind: str, task: TaskSpec, name: str, device: str) -> set[str]:
     if job_kind in ("solution", "right"):
@@ -87,8 +90,11 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
     grade_jobs(jobs, cfg, device, workers, on_result=check)
     print(f"selftest took {time.monotonic() - start:.1f} s on {device}")
     if stages:  # where the time went, summed over the files (staff JSON `stages`: core-seconds, and some walls)
+        counts = {k: stages.pop(k) for k in COUNTED_STAGES if k in stages}
         print("selftest stages (s, all files): " + ", ".join(
-            f"{name} {seconds:.0f}" for name, seconds in sorted(stages.items(), key=lambda kv: -kv[1])), flush=True)
+            f"{name} {seconds:.0f}" for name, seconds in sorted(stages.items(), key=lambda kv: -kv[1]))
+            + ("; counts: " + ", ".join(f"{name} {n:.0f}" for name, n in counts.items()) if counts else ""),
+            flush=True)
     print(f"selftest: {len(jobs) - len(bad)} passed, {len(bad)} failed", flush=True)
     if not jobs:
         print("selftest: nothing was tested", flush=True)
