@@ -218,6 +218,22 @@ def test_a_speed_test_whose_case_never_ran_is_not_timed(tmp_path):
     assert len(started) == 2
 
 
+def test_the_time_left_is_counted_from_the_first_result():
+    """A class's first result comes after one file's latency, the rest at the pool's pace: 200 files, the first at
+    60 s, then one a second, say about 197 s left at the third, not the 3940 s a pace counted from the start
+    gives; nothing is estimated before the third."""
+    from grader.pipeline.grading import Progress
+
+    progress = Progress(200)
+    said = []
+    for done, at in ((1, 60.0), (2, 61.0), (3, 62.0), (10, 62.0)):  # the last: seven at once
+        progress.done = done
+        said.append(progress.left(at))
+    assert said[:2] == ["estimating the time left"] * 2
+    assert said[2] == "about 197 s left"
+    assert said[3] == "about 42 s left"  # 2 s for 9 results since the first: 0.22 s a result, 190 to go
+
+
 def test_progress_is_a_bar_at_a_terminal_and_lines_elsewhere():
     """grading.Progress: tqdm's bar with the time left where stderr is a terminal, a line per job elsewhere."""
     import io
@@ -233,7 +249,7 @@ def test_progress_is_a_bar_at_a_terminal_and_lines_elsewhere():
     for who in ("alice/10", "bob/10", "carol/10"):
         lines.step(who)
         bar.step(who)
-    assert log.getvalue().splitlines()[0].startswith("[1/3] alice/10") and "s left" in log.getvalue()
+    assert log.getvalue().splitlines()[0].startswith("[1/3] alice/10") and "estimating" in log.getvalue()
     pytest.importorskip("tqdm")
     assert bar.bar is not None and "3/3" in tty.getvalue() and "carol/10" in tty.getvalue()
     assert "[1/3]" not in tty.getvalue()
