@@ -598,12 +598,12 @@ class Progress:
                 tqdm = None
             if tqdm is not None:
                 self.bar = tqdm(total=total, unit="file", file=self.stream, dynamic_ncols=True, smoothing=0.1,
-                                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
+                                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
 
     def step(self, label: str, units: int = 1) -> None:
         self.done += units
-        if self.bar is not None:
-            self.bar.set_postfix_str(label, refresh=False)
+        if self.bar is not None:  # the time left as `left` says it (tqdm's own counts from the start)
+            self.bar.set_postfix_str(f"{label}, {self.left(time.monotonic() - self.start)}", refresh=False)
             self.bar.update(units)
             if self.done >= self.total:
                 self.bar.close()
