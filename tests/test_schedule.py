@@ -218,17 +218,22 @@ def test_a_speed_test_whose_case_never_ran_is_not_timed(tmp_path):
     assert len(started) == 2
 
 
-def test_the_time_left_is_counted_from_the_first_result():
+def test_the_time_left_is_counted_from_the_first_result(monkeypatch):
     """A class's first result comes after one file's latency, the rest at the pool's pace: 200 files, the first at
     60 s, then one a second, say about 197 s left at the third, not the 3940 s a pace counted from the start
     gives; nothing is estimated before the third."""
-    from grader.pipeline.grading import Progress
+    import io
 
-    progress = Progress(200)
-    said = []
-    for done, at in ((1, 60.0), (2, 61.0), (3, 62.0), (10, 62.0)):  # the last: seven at once
-        progress.done = done
-        said.append(progress.left(at))
+    from grader.pipeline import grading
+
+    clock = [0.0]
+    monkeypatch.setattr(grading.time, "monotonic", lambda: clock[0])
+    log = io.StringIO()
+    progress = grading.Progress(200, log)
+    for units, at in ((1, 60.0), (1, 61.0), (1, 62.0), (7, 62.0)):  # the last: seven at once
+        clock[0] = at
+        progress.step("student/task", units)
+    said = [line.split("elapsed, ", 1)[1] for line in log.getvalue().splitlines()]
     assert said[:2] == ["estimating the time left"] * 2
     assert said[2] == "about 197 s left"
     assert said[3] == "about 42 s left"  # 2 s for 9 results since the first: 0.22 s a result, 190 to go

@@ -12,10 +12,8 @@ import time
 
 from grader.config import CourseConfig, TaskSpec
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
+from grader.protocol import COUNTED_STAGES
 from grader.results import report
-
-COUNTED_STAGES = ("gpu_checks", "gate_bypassed", "gate_idle_releases")
-"""Stages that count events, not seconds (grader/protocol/records.py STAGES)."""
 
 
 def expectation(job_kind: str, task: TaskSpec, name: str, device: str) -> set[str]:

@@ -543,7 +543,7 @@ def _shard_into(finished: dict, key: tuple[int, int], shard_runner, folders: Job
     follows (a hidden shard, its job's public ones): what their GPU compile checks passed (on the CPU) is not
     compiled again (grader/protocol/records.py `compile_passed`; a shard that starts early finds none)."""
     if before and spec.gpu_compile and spec.device == "cpu":  # the check runs on the interpreter only
-        passed = {d for k in before for run in finished.get(tuple(k), []) for d in compile_passed(run.status())}
+        passed = {d for k in before for run in finished.get(k, []) for d in compile_passed(run.status())}
         spec = replace(spec, compile_passed=tuple(sorted(passed)))
     runs = shard_runner(folders, shard, spec, cases)
     finished[key] = runs
@@ -602,15 +602,17 @@ class Progress:
 
     def step(self, label: str, units: int = 1) -> None:
         self.done += units
+        elapsed = time.monotonic() - self.start
+        if self.first is None:
+            self.first = (elapsed, self.done)
         if self.bar is not None:  # the time left as `left` says it (tqdm's own counts from the start)
-            self.bar.set_postfix_str(f"{label}, {self.left(time.monotonic() - self.start)}", refresh=False)
+            self.bar.set_postfix_str(f"{label}, {self.left(elapsed)}", refresh=False)
             self.bar.update(units)
             if self.done >= self.total:
                 self.bar.close()
             return
         if self.total < 2:
             return
-        elapsed = time.monotonic() - self.start
         print(f"[{self.done}/{self.total}] {label}  {elapsed:.0f} s elapsed, {self.left(elapsed)}",
               file=self.stream, flush=True)
 
@@ -620,7 +622,7 @@ class Progress:
         from the first result on, not from the start (which, on the H200 box with the speed tier, said "about
         13081 s left" at the second of 200 files), and nothing is estimated before three results."""
         if self.first is None:
-            self.first = (elapsed, self.done)
+            return "estimating the time left"
         t0, n0 = self.first
         if self.done - n0 < 2 or elapsed <= t0:
             return "estimating the time left"

@@ -23,6 +23,7 @@ from __future__ import annotations
 from grader.protocol.gate import GpuGate
 from grader.protocol.job import PerfItem, WorkerJob
 from grader.protocol.records import (
+    COUNTED_STAGES,
     HEADER,
     JSON_LIMIT,
     MAGIC,
@@ -46,6 +47,7 @@ __all__ = [
     "MAGIC",
     "RECORDS_FD_ENV",
     "SCRATCH_MODE",
+    "COUNTED_STAGES",
     "STAGES",
     "TENSOR_LIMIT",
     "TRUSTED_MODE",

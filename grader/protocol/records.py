@@ -194,6 +194,9 @@ STAGES = ("load", "import", "compile", "cases", "address", "twin", "records", "t
 the holds let go while a call idled, and `gpu_checks`, the GPU compile check's compilations, are counts): where
 the worker's time went, for the class benchmark."""
 
+COUNTED_STAGES = ("gate_bypassed", "gate_idle_releases", "gpu_checks")
+"""Of STAGES, the ones that count events, not seconds."""
+
 
 DIGEST = re.compile(r"[0-9a-f]{64}")
 COMPILE_PASSED_MAX = 512
