@@ -92,7 +92,8 @@ STAGE_ROWS = (
     ("oracle", "inputs and oracle (trusted side, a task's share per file)"),
     ("load", "worker: reading inputs, sandbox, start-up"),
     ("import", "worker: importing the submission"),
-    ("compile", "worker: Triton compilations (cases and timing)"),
+    ("compile", "worker: Triton compilations (cases and timing), each in full, side by side ones too"),
+    ("compile_wall", "of which the workers' wall (grader/worker/parallel_compile.py: the rest overlapped)"),
     ("cases", "worker: running the cases (op audit included; compile and waits excluded)"),
     ("address", "worker: the address check's interpreted re-run (CUDA)"),
     ("records", "worker: sending the records"),
@@ -134,6 +135,8 @@ def stage_report(staffs: list[tuple[str, dict]]) -> dict[str, float]:
         print(f"  {key:<14} {totals.get(key, 0.0) / files:8.2f}  (wall seconds, not core-seconds)", flush=True)
     print(f"  gate_bypassed  {totals.get('gate_bypassed', 0.0):8.0f}  waits at the GPU gate that ran out (in all)",
           flush=True)
+    print(f"  parallel_comp. {totals.get('parallel_compiles', 0.0):8.0f}  times a kernel's configs compiled side by "
+          "side (in all)", flush=True)
     print(f"  gate_idle_rel. {totals.get('gate_idle_releases', 0.0):8.0f}  shared holds let go while a call idled "
           "(in all)", flush=True)
     return {key: totals.get(key, 0.0) / files for key, _ in STAGE_ROWS}

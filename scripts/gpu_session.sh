@@ -4,7 +4,9 @@
 #     scripts/gpu_session.sh wheels      # the cp312 wheels the box's image lacks, into .whl/ (git-ignored)
 # then, through the device tool, with carry [".whl"] (and ".before" for `compare`):
 #     bash scripts/gpu_session.sh selftest             # selftest --device cuda (~6 min on the H200 box)
-#     bash scripts/gpu_session.sh compare [N]          # issue 48's table (bench_class --compare), N students
+#     bash scripts/gpu_session.sh compare [N]          # issue 48's table (bench_class --compare), N students;
+#                                                      # ROWS=latency (or full,latency...) for fewer rows
+#     bash scripts/gpu_session.sh pytest TESTS...      # pytest on the box (the CUDA-only tests)
 #     bash scripts/gpu_session.sh server [TASK IDLE BURST]   # the server's latency (bench_server.py)
 # `compare` also measures the tree in .before/ (an older commit: `git archive REV | tar -x -C .before`, and
 # /.before/ in .git/info/exclude), with this tree's benchmark scripts, when that folder exists.
@@ -17,7 +19,7 @@ referencing==0.37.0 rpds_py==2026.9.1 starlette==1.10.0 traitlets==5.16.1 typing
 typing_inspection==0.4.5 uvicorn==0.54.0"
 OUT=${OUT:-/tmp/gpu-session}
 mkdir -p "$OUT"
-step=${1:?a step: wheels, selftest, compare or server}
+step=${1:?a step: wheels, selftest, compare, server or pytest}
 shift
 if [ "$step" = wheels ]; then
     # fastapi 0.165 imports opentelemetry; the box has httpx, anyio, h11, tqdm, markupsafe and hypothesis already
@@ -42,12 +44,13 @@ compare)
     if [ -d .before ]; then
         cp scripts/bench_class.py scripts/bench_floor.py .before/scripts/
         (cd .before && python3 scripts/bench_class.py --students "$n" --serial-students 0 --compare \
-            --rows full,latency --device cuda) > "$OUT/before.log" 2>&1
+            --rows "${ROWS:-full,latency}" --device cuda) > "$OUT/before.log" 2>&1
         echo "before rc=$? in $(( $(date +%s) - start )) s"
         grep -v '^trace\|^student\|^\[' "$OUT/before.log" | tail -45
         start=$(date +%s)
     fi
-    python3 scripts/bench_class.py --students "$n" --serial-students 0 --compare --device cuda > "$OUT/after.log" 2>&1
+    python3 scripts/bench_class.py --students "$n" --serial-students 0 --compare --rows "${ROWS:-floor,bare,full,latency}" \
+        --device cuda > "$OUT/after.log" 2>&1
     echo "compare rc=$? in $(( $(date +%s) - start )) s"
     grep -v '^trace\|^student\|^\[' "$OUT/after.log" | tail -70 ;;
 server)
@@ -56,6 +59,10 @@ server)
     echo "bench_server rc=$? in $(( $(date +%s) - start )) s"
     tail -40 "$OUT/server_bench.log"
     cp /tmp/bench-server/server.log "$OUT/server.log" 2>/dev/null ;;
+pytest)
+    python3 -m pytest -q -p no:cacheprovider "$@" > "$OUT/pytest.log" 2>&1
+    echo "pytest rc=$? in $(( $(date +%s) - start )) s"
+    tail -30 "$OUT/pytest.log" ;;
 *)
     echo "unknown step $step"; exit 2 ;;
 esac

@@ -188,13 +188,15 @@ class RecordStream:
         return torch.load(io.BytesIO(self._payload(kind, key)), weights_only=True)
 
 
-STAGES = ("load", "import", "compile", "cases", "address", "twin", "records", "timing", "gate_wait", "gate_bypassed",
-          "gate_idle_releases", "gpu_checks")
+STAGES = ("load", "import", "compile", "compile_wall", "cases", "address", "twin", "records", "timing", "gate_wait",
+          "gate_bypassed", "gate_idle_releases", "gpu_checks", "parallel_compiles")
 """What a worker's last STATUS frame may count in its `stages` (seconds; `gate_bypassed` and `gate_idle_releases`,
-the holds let go while a call idled, and `gpu_checks`, the GPU compile check's compilations, are counts): where
-the worker's time went, for the class benchmark."""
+the holds let go while a call idled, `gpu_checks`, the GPU compile check's compilations, and `parallel_compiles`,
+the times a kernel's configs were compiled side by side, are counts): where the worker's time went, for the class
+benchmark. `compile` sums every compilation's seconds, side by side ones each in full; `compile_wall` is the
+worker's wall seconds spent compiling or waiting for compilations."""
 
-COUNTED_STAGES = ("gate_bypassed", "gate_idle_releases", "gpu_checks")
+COUNTED_STAGES = ("gate_bypassed", "gate_idle_releases", "gpu_checks", "parallel_compiles")
 """Of STAGES, the ones that count events, not seconds."""
 
 

@@ -28,6 +28,7 @@ import functools
 import importlib.util
 import os
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from grader.worker.gpu_compile import CompileCheck
 from grader.worker.interpreter import interpreted, patch_interpreter
 from grader.worker.interpreter import kernel_chain as _kernel_chain
 from grader.worker.op_audit import OpAudit, watch_threads
+from grader.worker.parallel_compile import ParallelCompile, in_pool
 from grader.worker.provenance import Provenance, new_call, register
 from grader.worker.timing import compile_here, load_baseline, time_calls
 from grader.worker.write_check import WriteWatch
@@ -97,8 +99,10 @@ class Instruments:
             orig = cls.run
 
             def run(self, *args, _orig=orig, **kwargs):
+                if kwargs.get("warmup", False):  # a compilation without a launch (grader/worker/parallel_compile.py)
+                    return _orig(self, *args, **kwargs)
                 watched = None
-                if inst.active and not kwargs.get("warmup", False):
+                if inst.active:
                     tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
                     name = getattr(getattr(self, "fn", None), "__name__", type(self).__name__)
                     launch = {"kernel": name, "ptrs": [t.data_ptr() for t in tensors]}
@@ -558,7 +562,15 @@ class Stages:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
-        self._compiled = 0.0  # compile seconds inside the stage being timed
+        self._compiled = 0.0  # compile seconds inside the stage being timed (the worker's wall)
+        self._lock = threading.Lock()  # compilations side by side count from their threads
+
+    def waited(self, seconds: float) -> None:
+        """The worker's wall seconds waiting for compilations side by side (grader/worker/parallel_compile.py):
+        of the compile stage's wall, not of the stage they happened in."""
+        with self._lock:
+            self._compiled += seconds
+            self.add("compile_wall", seconds)
 
     def add(self, name: str, seconds: float) -> None:
         self.seconds[name] = round(self.seconds.get(name, 0.0) + seconds, 4)
@@ -583,14 +595,18 @@ class Stages:
 
         def compile(*args, **kwargs):  # noqa: A001 - stands in for triton.compiler.compile
             start = time.perf_counter()
+            pooled = in_pool()  # one of several side by side: their waiter counts the wall and left the gate
             try:
-                if gate is not None:
+                if gate is not None and not pooled:
                     return gate.paused(lambda: orig(*args, **kwargs), torch.cuda.synchronize)
                 return orig(*args, **kwargs)
             finally:
                 spent = time.perf_counter() - start
-                stages._compiled += spent
-                stages.add("compile", spent)
+                with stages._lock:
+                    stages.add("compile", spent)
+                    if not pooled:
+                        stages._compiled += spent
+                        stages.add("compile_wall", spent)
 
         triton.compiler.compile = compile
         if triton.compile is orig:  # Inductor's kernels (a staff baseline) compile through triton.compile
@@ -720,6 +736,11 @@ def main(job_file: Path, records_fd: int) -> int:
     records.json(Kind.LOAD, load)
 
     n_runs = 1 if job.warm else max([len(c) for _, c in tuners] + [1])
+    parallel = None  # an autotuned kernel's configs compiled side by side at its first launch of a case
+    if device == "cuda" and tuners and job.compile_threads != 1 and (n_runs > 1 and job.cases or job.perf):
+        parallel = ParallelCompile(job.compile_threads,
+                                   (lambda work: gate.paused(work, torch.cuda.synchronize)) if gate else None)
+        parallel.install(tuners, forced=bool(job.cases))
     rerun = device == "cuda" or job.rerun_bounds  # addresses checked by an interpreted re-run of each call
     # On the CPU (tests only) the graded run then leaves the addresses to the re-run, as a compiled kernel does
     first_bounds = None if device != "cuda" and job.rerun_bounds else bounds
@@ -749,8 +770,15 @@ def main(job_file: Path, records_fd: int) -> int:
                 record = same_call(*ran[key], c, tuners, inst)
             else:
                 with stages.stage("cases"), shared():
-                    record = run_case(entry, case, device, inst, tuners, c, audit, first_bounds,
-                                      provenance=Provenance() if c == paired else None)
+                    if parallel is not None:
+                        parallel.armed, waited = c == 0, parallel.wall
+                    try:
+                        record = run_case(entry, case, device, inst, tuners, c, audit, first_bounds,
+                                          provenance=Provenance() if c == paired else None)
+                    finally:
+                        if parallel is not None:
+                            parallel.armed = False
+                            stages.waited(parallel.wall - waited)
                 if key is not None:
                     ran[key] = (record, list(inst.calls))
             runs.append(record)
@@ -798,14 +826,21 @@ def main(job_file: Path, records_fd: int) -> int:
         else:
             alive = functools.partial(records.json, Kind.STATUS, {"perf": item.test, "warming": True})
             with stages.stage("timing"):
+                waited = parallel.wall if parallel is not None else 0.0
                 record = time_calls(entry, baseline, cases[item.case], device, item.warmup, item.reps, item.clock,
-                                    progress=alive, gate=gate)
+                                    progress=alive, gate=gate,
+                                    first=parallel.arming if parallel is not None and not job.cases else None)
+                if parallel is not None:
+                    stages.waited(parallel.wall - waited)
         records.tensors(Kind.PERF, item.index, {"test": item.test, **record})
         print(f"  {item.test}: timed in {time.perf_counter() - t_perf:.2f} s", flush=True)
     if gate is not None:
         stages.seconds["gate_wait"] = round(gate.waited_s, 4)
         stages.seconds["gate_bypassed"] = gate.bypassed
         stages.seconds["gate_idle_releases"] = gate.idle_releases
+    if parallel is not None:
+        parallel.close()
+        stages.seconds["parallel_compiles"] = parallel.batches
     done: dict = {"done": True, "stages": stages.seconds}
     if inst.gpu_check is not None:  # for the job's later workers (grader/protocol/records.py compile_passed)
         stages.seconds["gpu_checks"] = inst.gpu_check.compiled

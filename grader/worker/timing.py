@@ -117,7 +117,7 @@ def profile_marked(fn, args: list, kwargs: dict, reps: int, host_too: bool = Fal
 
 
 def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int, clock: str = "gpu",
-               progress: Callable[[], None] | None = None, gate=None) -> dict:
+               progress: Callable[[], None] | None = None, gate=None, first=None) -> dict:
     """Time the submission against the baseline on one case's inputs, in this process, interleaved.
 
     Method: each timed call gets fresh inputs (a new copy of the case's inputs, made before the clock starts), the
@@ -137,6 +137,9 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
 
     `gate` (grader/protocol GpuGate, on CUDA): the warm-up shares the GPU with the case workers of other jobs;
     the timed calls have it alone (the record's `gate` says whether they did).
+
+    `first`: a context the submission's first warm-up call runs in (grader/worker/parallel_compile.py: the
+    autotuner's configs compiled side by side before it benchmarks them).
     """
     cuda = device == "cuda"
     gpu_clock = cuda and clock == "gpu"
@@ -178,12 +181,13 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
     side = "baseline"
     order: list[str] = []
     try:
-        for _ in range(warmup):
+        for w in range(warmup):
             with shared():
                 side = "baseline"
                 timed(baseline)
                 side = "submission"
-                timed(entry)
+                with first() if first is not None and w == 0 else contextlib.nullcontext():
+                    timed(entry)
             if progress is not None:
                 progress()
         last = None

@@ -1,0 +1,201 @@
+"""A CUDA case worker compiles an autotuned kernel's configs side by side at a case's first launch
+(grader/worker/parallel_compile.py). On the CPU: which launches it asks for, through Triton's real Autotuner over a
+stand-in kernel. With CUDA (the device box): the binaries land in the kernel's cache, compiled in the pool's
+threads, and the launches that follow compile nothing."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+import triton
+
+from grader.worker import parallel_compile
+from grader.worker.parallel_compile import ParallelCompile, threads_for
+
+
+def _body(x, n, BLOCK):  # noqa: N803 - the stand-in's Python function (what Autotuner reads names from)
+    pass
+
+
+class StandIn:
+    """What an Autotuner wraps, as far as it looks: `fn`, `arg_names`, `run`."""
+
+    def __init__(self, failing: int | None = None) -> None:
+        self.fn = _body
+        self.arg_names = ["x", "n"]
+        self.calls: list[tuple[tuple, dict]] = []
+        self.failing = failing
+
+    def run(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+        if kwargs.get("warmup") and kwargs.get("BLOCK") == self.failing:
+            raise RuntimeError("this config does not compile")
+        return "launched"
+
+
+CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((16, 1), (32, 2), (64, 4), (128, 4))]
+
+
+def _tuner(stand_in: StandIn):
+    tuner = triton.autotune(configs=list(CONFIGS), key=[])(stand_in)
+    tuner.configs = [CONFIGS[0]]  # as run_case forces one config
+    return tuner
+
+
+@pytest.fixture
+def restore_autotuner():
+    from triton.runtime.autotuner import Autotuner
+
+    run = Autotuner.run
+    yield
+    Autotuner.run = run
+
+
+def test_an_armed_launch_asks_for_every_config_first_and_an_unarmed_one_for_none(restore_autotuner):
+    stand_in = StandIn()
+    tuner = _tuner(stand_in)
+    waits = []
+    pc = ParallelCompile(4, on_wait=lambda work: (waits.append(1), work())[1])
+    pc.install([(tuner, CONFIGS)])
+    x = object()
+    pc.armed = True
+    assert tuner.run(x, 5, grid=(1,), warmup=False) == "launched"
+    warm = [kw for _, kw in stand_in.calls if kw.get("warmup")]
+    assert [kw["BLOCK"] for kw in warm] == [16, 32, 64, 128]
+    assert [kw["num_warps"] for kw in warm] == [1, 2, 4, 4]
+    assert all(args == (x, 5) and kw["grid"] == (1,) for args, kw in stand_in.calls)
+    launched = [kw for _, kw in stand_in.calls if not kw.get("warmup")]
+    assert len(launched) == 1 and launched[0]["BLOCK"] == 16  # the forced config's own launch, once
+    assert waits == [1] and pc.batches == 1  # the gate let go once for the whole batch
+    stand_in.calls.clear()
+    pc.armed = False
+    tuner.run(x, 5, grid=(1,), warmup=False)
+    assert [kw.get("warmup") for _, kw in stand_in.calls] == [False]
+
+
+def test_a_config_that_fails_to_compile_is_left_to_its_own_launch(restore_autotuner):
+    stand_in = StandIn(failing=32)
+    tuner = _tuner(stand_in)
+    pc = ParallelCompile(4)
+    pc.install([(tuner, CONFIGS)])
+    pc.armed = True
+    assert tuner.run(object(), 5, grid=(1,), warmup=False) == "launched"
+    assert [kw["BLOCK"] for _, kw in stand_in.calls if kw.get("warmup")] == [16, 32, 64, 128]
+
+
+def test_one_thread_or_one_config_compiles_nothing_ahead(restore_autotuner):
+    stand_in = StandIn()
+    tuner = _tuner(stand_in)
+    pc = ParallelCompile(1)  # grading.compile_threads: 1
+    pc.install([(tuner, CONFIGS)])
+    pc.armed = True
+    tuner.run(object(), 5, grid=(1,), warmup=False)
+    assert [kw.get("warmup") for _, kw in stand_in.calls] == [False]
+    assert threads_for(0, 1) == 1 and threads_for(3, 8) == 3 and 1 <= threads_for(0, 64) <= 8
+
+
+def test_a_timing_worker_compiles_what_the_autotuners_pruning_keeps(restore_autotuner):
+    stand_in = StandIn()
+    seen = []
+
+    def keep_two(configs, nargs, **kwargs):
+        seen.append(nargs)
+        return configs[1:3]
+
+    tuner = triton.autotune(configs=list(CONFIGS), key=[], prune_configs_by={"early_config_prune": keep_two})(stand_in)
+    pc = ParallelCompile(4)
+    pc.install([(tuner, CONFIGS)], forced=False)
+    x = object()
+    with pc.arming():
+        pc.compile_configs(tuner, (x, 5), {"grid": (1,), "warmup": False})
+    assert pc.armed is False
+    assert [kw["BLOCK"] for _, kw in stand_in.calls] == [32, 64]
+    assert seen == [{"x": x, "n": 5}] and tuner.nargs is None
+
+
+def test_compile_threads_is_a_count_in_a_worker_job():
+    from grader.protocol import WorkerJob
+
+    job = WorkerJob(run_id="r", submission="s.py", entry="f", kernels=[], device="cuda", inputs={})
+    assert WorkerJob.from_json(job.to_json()).compile_threads == 0
+    for bad in ('"8"', "-1", "true", "1.5"):
+        with pytest.raises(ValueError, match="compile_threads"):
+            WorkerJob.from_json(job.to_json().replace('"compile_threads": 0', f'"compile_threads": {bad}'))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_the_configs_compile_in_the_pool_and_their_launches_compile_nothing(restore_autotuner):
+    import triton.compiler
+    import triton.language as tl
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in
+                              ((64, 1), (128, 2), (256, 4), (512, 4), (1024, 8))], key=[])
+    @triton.jit
+    def add_one(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+    configs = list(add_one.configs)
+    orig = triton.compiler.compile
+    threads: list[str] = []
+
+    def counted(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        assert parallel_compile.in_pool() == threading.current_thread().name.startswith("grader-compile")
+        return orig(*args, **kwargs)
+
+    triton.compiler.compile = counted
+    try:
+        pc = ParallelCompile(4)
+        pc.install([(add_one, configs)])
+        x = torch.arange(1000, device="cuda", dtype=torch.float32)
+        for c, config in enumerate(configs):
+            add_one.configs = [config]
+            pc.armed = c == 0
+            out = torch.empty_like(x)
+            add_one[lambda meta: (triton.cdiv(1000, meta["BLOCK"]),)](x, out, 1000)
+            torch.testing.assert_close(out, x + 1)
+            if c == 0:
+                assert len(threads) == len(configs), threads  # every config, once, before the first launch
+                assert all(t.startswith("grader-compile") for t in threads), threads
+        assert len(threads) == len(configs)  # the later configs' launches found their binaries
+        pc.close()
+    finally:
+        triton.compiler.compile = orig
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_a_timing_workers_autotuner_benchmarks_binaries_compiled_side_by_side(restore_autotuner):
+    import triton.compiler
+    import triton.language as tl
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in
+                              ((64, 1), (128, 2), (256, 4), (512, 4))], key=["n"],
+                     prune_configs_by={"early_config_prune": lambda configs, nargs, **kw: configs[1:]})
+    @triton.jit
+    def times_two(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+    orig = triton.compiler.compile
+    threads: list[str] = []
+
+    def counted(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return orig(*args, **kwargs)
+
+    triton.compiler.compile = counted
+    try:
+        pc = ParallelCompile(4)
+        pc.install([(times_two, list(times_two.configs))], forced=False)
+        x = torch.arange(3000, device="cuda", dtype=torch.float32)
+        out = torch.empty_like(x)
+        with pc.arming():
+            times_two[lambda meta: (triton.cdiv(3000, meta["BLOCK"]),)](x, out, 3000)
+        torch.testing.assert_close(out, x * 2)
+        assert len(threads) == 3 and all(t.startswith("grader-compile") for t in threads), threads
+        pc.close()
+    finally:
+        triton.compiler.compile = orig
