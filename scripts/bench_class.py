@@ -135,8 +135,8 @@ def stage_report(staffs: list[tuple[str, dict]]) -> dict[str, float]:
         print(f"  {key:<14} {totals.get(key, 0.0) / files:8.2f}  (wall seconds, not core-seconds)", flush=True)
     print(f"  gate_bypassed  {totals.get('gate_bypassed', 0.0):8.0f}  waits at the GPU gate that ran out (in all)",
           flush=True)
-    print(f"  parallel_comp. {totals.get('parallel_compiles', 0.0):8.0f}  times a kernel's configs compiled side by "
-          "side (in all)", flush=True)
+    print(f"  parallel_comp. {totals.get('parallel_compiles', 0.0):8.0f}  compilations made side by side in child "
+          "processes (in all)", flush=True)
     print(f"  gate_idle_rel. {totals.get('gate_idle_releases', 0.0):8.0f}  shared holds let go while a call idled "
           "(in all)", flush=True)
     return {key: totals.get(key, 0.0) / files for key, _ in STAGE_ROWS}

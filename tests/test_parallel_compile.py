@@ -1,18 +1,20 @@
-"""A CUDA case worker compiles an autotuned kernel's configs side by side at a case's first launch
-(grader/worker/parallel_compile.py). On the CPU: which launches it asks for, through Triton's real Autotuner over a
-stand-in kernel. With CUDA (the device box): the binaries land in the kernel's cache, compiled in the pool's
-threads, and the launches that follow compile nothing."""
+"""A CUDA worker compiles an autotuned kernel's configs side by side, each in a child process, at a case's first
+launch (grader/worker/parallel_compile.py). On the CPU: which launches it asks for, through Triton's real
+Autotuner over a stand-in kernel, and the fork pool's contract. With CUDA (the device box): each config compiles
+in a child, the worker loads the binaries from the cache, and the launches that follow compile nothing."""
 
 from __future__ import annotations
 
-import threading
+import os
+import time
+from pathlib import Path
 
 import pytest
 import torch
 import triton
 
 from grader.worker import parallel_compile
-from grader.worker.parallel_compile import ParallelCompile, threads_for
+from grader.worker.parallel_compile import ForkPool, ParallelCompile, threads_for
 
 
 def _body(x, n, BLOCK):  # noqa: N803 - the stand-in's Python function (what Autotuner reads names from)
@@ -115,6 +117,53 @@ def test_a_timing_worker_compiles_what_the_autotuners_pruning_keeps(restore_auto
     assert seen == [{"x": x, "n": 5}] and tuner.nargs is None
 
 
+def _compile_into(cache: Path, name: str, crash: bool = False):
+    """A stand-in for Triton's compilation: the binary from the cache if it is there, else made (slowly) and put
+    there; `crash`: a child dies instead."""
+    worker = os.getpid()
+
+    def compile_():
+        entry = cache / name
+        if entry.exists():
+            return ("loaded", entry.read_text(), os.getpid(), parallel_compile.in_pool())
+        if crash and os.getpid() != worker:
+            os._exit(70)
+        time.sleep(0.3)
+        entry.write_text(str(os.getpid()))
+        return ("compiled", str(os.getpid()), os.getpid(), parallel_compile.in_pool())
+
+    return compile_
+
+
+def test_the_fork_pool_compiles_in_children_and_loads_their_binaries(tmp_path):
+    pool = ForkPool(3)
+    start = time.perf_counter()
+    futures = [pool.submit(_compile_into(tmp_path, f"k{i}")) for i in range(3)]
+    pool.submitted()
+    results = [f.result(timeout=30) for f in futures]
+    wall = time.perf_counter() - start
+    pool.shutdown()
+    me = str(os.getpid())
+    assert all(r[0] == "loaded" and r[1] != me and r[2] == os.getpid() and r[3] for r in results), results
+    assert len({r[1] for r in results}) == 3  # three children, one compilation each
+    assert wall < 0.85, wall  # side by side: three compilations of 0.3 s in about one's time
+    assert pool.children == 3 and pool.failed == 0 and pool.seconds >= 0.9
+
+
+def test_a_child_that_dies_leaves_the_compilation_to_the_worker_and_the_rest_waits_for_its_turn(tmp_path):
+    pool = ForkPool(2)
+    futures = [pool.submit(_compile_into(tmp_path, "a", crash=True)), pool.submit(_compile_into(tmp_path, "b")),
+               pool.submit(_compile_into(tmp_path, "c"))]  # the third is past `most`: no child
+    assert not futures[2].done()  # nothing compiles in the worker before every fork is made
+    pool.submitted()
+    crashed, forked, beyond = (f.result(timeout=30) for f in futures)
+    pool.shutdown()
+    assert pool.children == 2 and pool.failed == 1
+    assert crashed[0] == "compiled" and crashed[2] == os.getpid()  # made again by the worker itself
+    assert forked[0] == "loaded" and forked[1] != str(os.getpid())
+    assert beyond[0] == "compiled" and beyond[2] == os.getpid()
+
+
 def test_compile_threads_is_a_count_in_a_worker_job():
     from grader.protocol import WorkerJob
 
@@ -125,10 +174,34 @@ def test_compile_threads_is_a_count_in_a_worker_job():
             WorkerJob.from_json(job.to_json().replace('"compile_threads": 0', f'"compile_threads": {bad}'))
 
 
+def _counting(log: Path):
+    """triton.compiler.compile, writing a line per call: the process, and whether it found the cache entry."""
+    import triton.compiler
+
+    orig = triton.compiler.compile
+
+    def counted(*args, **kwargs):
+        start = time.perf_counter()
+        out = orig(*args, **kwargs)
+        with open(log, "a") as fh:
+            fh.write(f"{os.getpid()} {time.perf_counter() - start:.3f}\n")
+        return out
+
+    return orig, counted
+
+
+def _calls(log: Path) -> list[tuple[int, float]]:
+    return [(int(p), float(s)) for p, s in (line.split() for line in log.read_text().splitlines())] \
+        if log.exists() else []
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_cuda_the_configs_compile_in_the_pool_and_their_launches_compile_nothing(restore_autotuner):
+def test_cuda_the_configs_compile_in_children_and_their_launches_compile_nothing(restore_autotuner, tmp_path,
+                                                                                 monkeypatch):
     import triton.compiler
     import triton.language as tl
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
 
     @triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in
                               ((64, 1), (128, 2), (256, 4), (512, 4), (1024, 8))], key=[])
@@ -138,15 +211,8 @@ def test_cuda_the_configs_compile_in_the_pool_and_their_launches_compile_nothing
         tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
 
     configs = list(add_one.configs)
-    orig = triton.compiler.compile
-    threads: list[str] = []
-
-    def counted(*args, **kwargs):
-        threads.append(threading.current_thread().name)
-        assert parallel_compile.in_pool() == threading.current_thread().name.startswith("grader-compile")
-        return orig(*args, **kwargs)
-
-    triton.compiler.compile = counted
+    log = tmp_path / "compiles.log"
+    orig, triton.compiler.compile = _counting(log)
     try:
         pc = ParallelCompile(4)
         pc.install([(add_one, configs)])
@@ -158,18 +224,23 @@ def test_cuda_the_configs_compile_in_the_pool_and_their_launches_compile_nothing
             add_one[lambda meta: (triton.cdiv(1000, meta["BLOCK"]),)](x, out, 1000)
             torch.testing.assert_close(out, x + 1)
             if c == 0:
-                assert len(threads) == len(configs), threads  # every config, once, before the first launch
-                assert all(t.startswith("grader-compile") for t in threads), threads
-        assert len(threads) == len(configs)  # the later configs' launches found their binaries
-        pc.close()
+                calls = _calls(log)
+                children = [p for p, _ in calls if p != os.getpid()]
+                assert len(children) == 4 and len(set(children)) == 4, calls  # four children, one config each
+                assert len([p for p, _ in calls if p == os.getpid()]) == len(configs), calls  # and the fifth here
+        assert len(_calls(log)) == len(configs) + 4  # the later configs' launches found their binaries
+        assert pc.children == 4 and pc.failed == 0
     finally:
         triton.compiler.compile = orig
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_cuda_a_timing_workers_autotuner_benchmarks_binaries_compiled_side_by_side(restore_autotuner):
+def test_cuda_a_timing_workers_autotuner_benchmarks_binaries_compiled_side_by_side(restore_autotuner, tmp_path,
+                                                                                  monkeypatch):
     import triton.compiler
     import triton.language as tl
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
 
     @triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in
                               ((64, 1), (128, 2), (256, 4), (512, 4))], key=["n"],
@@ -179,14 +250,8 @@ def test_cuda_a_timing_workers_autotuner_benchmarks_binaries_compiled_side_by_si
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
 
-    orig = triton.compiler.compile
-    threads: list[str] = []
-
-    def counted(*args, **kwargs):
-        threads.append(threading.current_thread().name)
-        return orig(*args, **kwargs)
-
-    triton.compiler.compile = counted
+    log = tmp_path / "compiles.log"
+    orig, triton.compiler.compile = _counting(log)
     try:
         pc = ParallelCompile(4)
         pc.install([(times_two, list(times_two.configs))], forced=False)
@@ -195,7 +260,8 @@ def test_cuda_a_timing_workers_autotuner_benchmarks_binaries_compiled_side_by_si
         with pc.arming():
             times_two[lambda meta: (triton.cdiv(3000, meta["BLOCK"]),)](x, out, 3000)
         torch.testing.assert_close(out, x * 2)
-        assert len(threads) == 3 and all(t.startswith("grader-compile") for t in threads), threads
-        pc.close()
+        calls = _calls(log)
+        assert len([p for p, _ in calls if p != os.getpid()]) == 3, calls  # the three the pruning keeps
+        assert len([p for p, _ in calls if p == os.getpid()]) == 3, calls  # loaded, and benchmarked as they are
     finally:
         triton.compiler.compile = orig

@@ -192,7 +192,7 @@ STAGES = ("load", "import", "compile", "compile_wall", "cases", "address", "twin
           "gate_bypassed", "gate_idle_releases", "gpu_checks", "parallel_compiles")
 """What a worker's last STATUS frame may count in its `stages` (seconds; `gate_bypassed` and `gate_idle_releases`,
 the holds let go while a call idled, `gpu_checks`, the GPU compile check's compilations, and `parallel_compiles`,
-the times a kernel's configs were compiled side by side, are counts): where the worker's time went, for the class
+the compilations made side by side in child processes, are counts): where the worker's time went, for the class
 benchmark. `compile` sums every compilation's seconds, side by side ones each in full; `compile_wall` is the
 worker's wall seconds spent compiling or waiting for compilations."""
 

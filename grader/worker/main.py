@@ -838,9 +838,9 @@ def main(job_file: Path, records_fd: int) -> int:
         stages.seconds["gate_wait"] = round(gate.waited_s, 4)
         stages.seconds["gate_bypassed"] = gate.bypassed
         stages.seconds["gate_idle_releases"] = gate.idle_releases
-    if parallel is not None:
-        parallel.close()
-        stages.seconds["parallel_compiles"] = parallel.batches
+    if parallel is not None:  # the children's compilations (the worker's own loads of them are counted already)
+        stages.add("compile", parallel.child_seconds)
+        stages.seconds["parallel_compiles"] = parallel.children
     done: dict = {"done": True, "stages": stages.seconds}
     if inst.gpu_check is not None:  # for the job's later workers (grader/protocol/records.py compile_passed)
         stages.seconds["gpu_checks"] = inst.gpu_check.compiled

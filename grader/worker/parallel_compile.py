@@ -1,4 +1,5 @@
-"""A CUDA case worker compiles an autotuned kernel's configs side by side, at the kernel's first launch of a case.
+"""A CUDA worker compiles an autotuned kernel's configs side by side, each in a child process, at the kernel's first
+launch of a case.
 
 A case worker runs each case under every autotune config in turn (grader/worker/main.py `run_case`), and a
 config's first launch compiles it: a file with eight configs waited for eight compilations in a row, at one core.
@@ -6,16 +7,23 @@ Measured on the H200 box (triton 3.6) at ce162b4: one task-12 file took 19.0 s t
 spent 25.4 core-seconds compiling.
 
 Here, when a kernel's autotuner is launched during a case's first run, every config the worker will run it under
-is compiled first, in a pool of threads, through Triton's own asynchronous compilation (AsyncCompileMode, in
+is compiled first, through Triton's own asynchronous compilation (AsyncCompileMode, in
 triton.runtime._async_compile of triton 3.6 and 3.9): a `warmup=True` launch per config with the launch's own
-arguments (Triton's `Autotuner.warmup` does the same, one config after another), so that each config's real
-launch finds its binary in the kernel's cache. The threads overlap where the compiler lets the interpreter go
-(LLVM's code generation, ptxas in a subprocess; the MLIR passes too in triton 3.9).
+arguments (Triton's `Autotuner.warmup` does the same, one config after another). Triton hands each compilation to
+an executor; this one (`ForkPool`) forks the worker for it. The child has the worker's memory, sandbox and
+limits, compiles into the job's Triton cache (TRITON_CACHE_DIR) and exits; it touches no CUDA (a compilation for
+a known target needs none). The worker then loads each binary from that cache, and each config's real launch
+finds it in the kernel's cache.
+
+Why processes and not threads: with a pool of threads, triton 3.6's compilations held the interpreter lock for
+most of their time. Measured on the H200 box, one task-12 file: 18.8 s against 19.1 s one by one, and its
+compilations' seconds summed rose from 25.2 to 42.2 (each slowed by the others).
 
 What it changes is when compilations happen, never what runs: the same binaries, the same launches, the same
-records. It is best effort: a config whose compilation fails here is compiled again by its own launch, which
-reports the error as it always did. Only the graded run of each case (config 0's) is armed; the twin and the
-address check's interpreted re-run are not.
+records. It is best effort: a config whose child fails (a compile error, a crash, a refused fork) is compiled
+again by the worker itself, whose own compilation reports the error as it always did. Only the graded run of each
+case (config 0's) is armed, and a timing worker's first call; the twin and the address check's interpreted re-run
+are not.
 """
 
 from __future__ import annotations
@@ -24,31 +32,118 @@ import contextlib
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+import warnings
+from concurrent.futures import Executor, Future
 
-THREADS_MAX = 8
-"""The most threads a worker compiles with when the job leaves it to the worker (`compile_threads` 0)."""
+CHILDREN_MAX = 8
+"""The most compilations a worker runs side by side when the job leaves it to the worker (`compile_threads` 0)."""
 
 _local = threading.local()
 
 
 def in_pool() -> bool:
-    """Whether this thread is one of a ParallelCompile's (its compilations leave the GPU gate alone: the thread
-    that waits for them has let the gate's hold go for all of them at once)."""
+    """Whether this thread compiles for a ParallelCompile (a child's, or the thread that loads a child's binary):
+    its compilations leave the GPU gate alone, since the thread that waits for them has let the gate's hold go
+    for all of them at once."""
     return getattr(_local, "pool", False)
 
 
-def _mark() -> None:
-    _local.pool = True
-
-
 def threads_for(requested: int, configs: int) -> int:
-    """How many threads compile `configs` configs: `requested` (the job's `compile_threads`), or when 0 the
-    worker's cores, at most THREADS_MAX; never more than there are configs."""
+    """How many compilations run side by side for `configs` configs: `requested` (the job's `compile_threads`), or
+    when 0 the worker's cores, at most CHILDREN_MAX; never more than there are configs."""
     if requested <= 0:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        requested = min(THREADS_MAX, cores)
+        requested = min(CHILDREN_MAX, cores)
     return max(1, min(requested, configs))
+
+
+class ForkPool(Executor):
+    """An executor for Triton's AsyncCompileMode: `submit(fn)` forks a child that calls `fn` (a compilation, which
+    writes its binary to the Triton cache) and exits; once every compilation of the batch is submitted
+    (`submitted`) and the child is gone, a thread of the worker calls `fn` again, which finds the cache entry, and
+    that is the future's result. At most `most` children at a time: beyond them, `fn` runs in the worker when its
+    turn comes (as it would without the pool). `seconds`: the children's wall seconds, summed."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.children = 0
+        self.seconds = 0.0
+        self.failed = 0
+        """Children that did not exit 0 (their compilations are made again by the worker)."""
+        self._all_in = threading.Event()
+        self._lock = threading.Lock()
+        self._waiters: list[threading.Thread] = []
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:  # noqa: D102 - Executor's
+        future: Future = Future()
+        pid = -1
+        if self.children < self.most:
+            try:
+                with warnings.catch_warnings():  # Python 3.12 warns of a fork with threads: the child only compiles
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    pid = os.fork()  # from the thread that launched the kernel: none of the worker's compiles runs
+            except OSError:
+                pid = -1
+            if pid == 0:
+                _child(fn, args, kwargs)
+        if pid < 0:
+            self._waiters.append(threading.Thread(target=self._resolve, args=(future, fn, args, kwargs), daemon=True))
+            return future
+        self.children += 1
+        waiter = threading.Thread(target=self._wait, args=(pid, time.perf_counter(), future, fn, args, kwargs),
+                                  daemon=True)
+        waiter.start()
+        self._waiters.append(waiter)
+        return future
+
+    def submitted(self) -> None:
+        """Every compilation of the batch is submitted: no fork comes after this, and the worker's threads may
+        compile (a thread inside the compiler while the worker forks would leave its locks held in the child)."""
+        self._all_in.set()
+        for waiter in self._waiters:
+            if not waiter.is_alive() and not waiter.ident:
+                waiter.start()
+
+    def _wait(self, pid: int, start: float, future: Future, fn, args, kwargs) -> None:
+        try:
+            _, status = os.waitpid(pid, 0)
+            ok = os.waitstatus_to_exitcode(status) == 0
+        except ChildProcessError:
+            ok = False
+        with self._lock:
+            self.seconds += time.perf_counter() - start
+            self.failed += not ok
+        self._resolve(future, fn, args, kwargs)
+
+    def _resolve(self, future: Future, fn, args, kwargs) -> None:
+        self._all_in.wait()
+        _local.pool = True
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - the future carries it (Triton's mode ignores it)
+            future.set_exception(exc)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:  # noqa: D102 - Executor's
+        self._all_in.set()
+        self.submitted()
+        if wait:
+            for waiter in self._waiters:
+                if waiter.ident:
+                    waiter.join()
+        self._waiters = []
+
+
+def _child(fn, args, kwargs) -> None:
+    """In the forked child: compile, and leave without running anything of the worker's (no atexit, no flush)."""
+    code = 1
+    try:
+        _local.pool = True
+        fn(*args, **kwargs)
+        code = 0
+    except BaseException:  # noqa: BLE001, S110 - the worker compiles it again and reports it
+        pass
+    finally:
+        os._exit(code)
 
 
 class ParallelCompile:
@@ -57,7 +152,7 @@ class ParallelCompile:
 
     def __init__(self, threads: int, on_wait=None) -> None:
         self.threads = threads
-        """The job's `compile_threads` (0: the worker's cores, at most THREADS_MAX; 1: off)."""
+        """The job's `compile_threads` (0: the worker's cores, at most CHILDREN_MAX; 1: off)."""
         self.on_wait = on_wait
         """Called with the work and returns its result: the worker's GPU gate lets its hold go meanwhile."""
         self.armed = False
@@ -69,7 +164,10 @@ class ParallelCompile:
         """Seconds the worker waited for the threads' compilations."""
         self.batches = 0
         """How many times configs were compiled side by side."""
-        self._pool: ThreadPoolExecutor | None = None
+        self.children = 0
+        self.child_seconds = 0.0
+        """The children's wall seconds, summed (each a compilation, as the compile stage counts one)."""
+        self.failed = 0
 
     def install(self, tuners: list, forced: bool = True) -> None:
         """Remember each autotuner's configs (`forced`: a case worker's, which runs every one of them in turn;
@@ -122,26 +220,29 @@ class ParallelCompile:
 
     def compile_configs(self, tuner, args: tuple, kwargs: dict) -> None:
         """Compile, side by side, every config of `tuner` for this launch's arguments (those already in the
-        kernel's cache cost a lookup)."""
+        kernel's cache cost a lookup and no child)."""
         configs = self.configs_for(tuner, args, kwargs)
-        threads = threads_for(self.threads, len(configs))
-        if threads < 2:
+        most = threads_for(self.threads, len(configs))
+        if most < 2:
             return
         from triton.runtime._async_compile import AsyncCompileMode
 
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="grader-compile",
-                                            initializer=_mark)
         options = {k: v for k, v in kwargs.items() if k != "warmup"}
-        pool = self._pool
+        pool = ForkPool(most)
 
         def work() -> None:
-            with AsyncCompileMode(pool, ignore_errors=True):
-                for config in configs:
+            try:
+                with AsyncCompileMode(pool, ignore_errors=True):
                     try:
-                        tuner.fn.run(*args, warmup=True, **options, **config.all_kwargs())
-                    except Exception:  # noqa: BLE001, S112 - the config's own launch reports it
-                        continue
+                        for config in configs:
+                            try:
+                                tuner.fn.run(*args, warmup=True, **options, **config.all_kwargs())
+                            except Exception:  # noqa: BLE001, S112 - the config's own launch reports it
+                                continue
+                    finally:
+                        pool.submitted()  # before the mode's exit waits for the compilations
+            finally:
+                pool.shutdown()
 
         start = time.perf_counter()
         try:
@@ -149,9 +250,7 @@ class ParallelCompile:
         except Exception:  # noqa: BLE001, S110 - best effort: the launches compile what is missing
             pass
         self.wall += time.perf_counter() - start
+        self.child_seconds += pool.seconds
+        self.children += pool.children
+        self.failed += pool.failed
         self.batches += 1
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
