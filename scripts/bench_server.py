@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import signal
 import socket
 import statistics
@@ -51,6 +52,9 @@ def main() -> int:
     ap.add_argument("--burst", type=int, default=100)
     ap.add_argument("--students", type=int, default=20)
     ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--poll", type=float, default=1.0,
+                    help="seconds between a burst client's status requests (triton-grader submit's: 1 s; the idle "
+                         "series polls at 0.1 s)")
     ap.add_argument("--keep", type=Path, default=None, help="the work folder (default: a temporary one)")
     args = ap.parse_args()
 
@@ -84,14 +88,15 @@ def main() -> int:
     server = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     counter = [0]
     lock = threading.Lock()
+    run = secrets.token_hex(8)  # a file of an earlier run in a kept work folder would be a copy, judged at once
 
     def new_file() -> bytes:
         with lock:
             counter[0] += 1
             n = counter[0]
-        return (source + f"\n# bench submission {n}\n").encode()
+        return (source + f"\n# bench submission {run} {n}\n").encode()
 
-    def one(student: str) -> float:
+    def one(student: str, poll: float = 0.1) -> float:
         """Seconds from the upload to the verdict."""
         headers = {"Authorization": f"Bearer {tokens[student]}"}
         start = time.perf_counter()
@@ -103,7 +108,7 @@ def main() -> int:
             s = httpx.get(f"{url}/api/submissions/{sid}", headers=headers, timeout=60).json()
             if s["state"] in ("graded", "failed"):
                 return time.perf_counter() - start
-            time.sleep(0.1)
+            time.sleep(poll)
 
     try:
         end = time.monotonic() + 120
@@ -120,7 +125,7 @@ def main() -> int:
             print(f"idle {i + 1}: {idle[-1]:.2f} s", flush=True)
         burst: list[float] = []
         start = time.perf_counter()
-        threads = [threading.Thread(target=lambda s=f"s{i % args.students:03d}": burst.append(one(s)))
+        threads = [threading.Thread(target=lambda s=f"s{i % args.students:03d}": burst.append(one(s, args.poll)))
                    for i in range(args.burst)]
         for t in threads:
             t.start()
