@@ -265,3 +265,32 @@ def test_cuda_a_timing_workers_autotuner_benchmarks_binaries_compiled_side_by_si
         assert len([p for p, _ in calls if p == os.getpid()]) == 3, calls  # loaded, and benchmarked as they are
     finally:
         triton.compiler.compile = orig
+
+
+def test_grading_compile_threads_reaches_every_worker_job(tmp_path):
+    """config.yaml's `grading.compile_threads` (auto = 0) is what each worker of a grading run is told."""
+    from grader import protocol
+    from grader.config import ROOT, ConfigError, load_config, load_task
+    from grader.isolation.runner import worker_job
+    from grader.pipeline import grading
+    from grader.pipeline.grading import Job
+
+    base = (ROOT / "config.yaml").read_text()
+    assert "  compile_threads: auto " in base and load_config().compile_threads == 0
+    (tmp_path / "three.yaml").write_text(base.replace("  compile_threads: auto ", "  compile_threads: 3 ", 1))
+    cfg = load_config(tmp_path / "three.yaml")
+    assert cfg.compile_threads == 3
+    (tmp_path / "bad.yaml").write_text(base.replace("  compile_threads: auto ", "  compile_threads: -2 ", 1))
+    with pytest.raises(ConfigError, match="compile_threads"):
+        load_config(tmp_path / "bad.yaml")
+    told = []
+
+    def runner(folders, shard, spec, cases):
+        told.append(worker_job(folders, f"probe{len(told)}", spec, cases).compile_threads)
+        return grading.run_shard(folders, shard, spec, cases)
+
+    task = load_task(ROOT / "tasks" / "puzzle01_constant_add")
+    (tmp_path / "tree").mkdir()
+    result = grading.GradingRun([Job(task, task.folder / "solution.py", "alice")], cfg, "cpu",
+                                protocol.GradingTree(tmp_path / "tree"), 1, 0, runner).grade()[0]
+    assert result.score == result.max_score and told and set(told) == {3}
