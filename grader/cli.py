@@ -140,8 +140,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _joined_token(argv: list[str]) -> list[str]:
+    """`--token VALUE` as `--token=VALUE`: a token may start with "-" (one made before `grader tokens` stopped
+    making those), which argparse would read as an option and refuse."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--token" and i + 1 < len(argv):
+            out.append(f"--token={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_joined_token(list(sys.argv[1:] if argv is None else argv)))
     if args.command in ("release", "gradescope", "gradescope-run"):
         return _course(args)
     if args.command == "submit":  # a student's machine: no task or config is read

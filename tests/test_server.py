@@ -180,3 +180,22 @@ def test_the_servers_report_tells_no_hidden_case():
     assert "hidden_1 [hidden]" in text and "score: 1 / 2" in text
     assert "b1500" not in str(r.student_view().student_json())
     assert "b1500" in report.summary(r)  # the staff's report names it: the view is what hides it
+
+
+def test_a_token_never_reads_as_an_option(tmp_path):
+    """A token that starts with "-" made `submit --token TOKEN` fail with "expected one argument" (one in 64 of
+    `secrets.token_urlsafe`'s; seen in a fresh clone's test run): `grader tokens` makes none, and `submit` still
+    reads one that a TOKENS.csv from before holds."""
+    from grader.cli import _joined_token, build_parser
+    from grader.course.tokens import make_tokens, new_token, read_tokens
+
+    assert not any(new_token().startswith("-") for _ in range(3000))  # 3000 unfiltered: P(none) = 3e-21
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student\n" + "".join(f"s{i}\n" for i in range(300)))
+    make_tokens(roster, tmp_path / "tokens.csv")
+    assert not any(h.token.startswith("-") for h in read_tokens(tmp_path / "tokens.csv"))
+    argv = ["submit", "--server", "http://x", "--token", "-Tr_PTQmghi-d4Qus", "--task", "t", "f.py"]
+    args = build_parser().parse_args(_joined_token(argv))
+    assert args.token == "-Tr_PTQmghi-d4Qus" and args.task == "t"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(argv)  # what argparse alone does with it

@@ -48,6 +48,15 @@ def read_roster(path: Path) -> list[str]:
     return names
 
 
+def new_token() -> str:
+    """A random URL-safe token (24 bytes) that does not start with "-": on a command line (`--token TOKEN`), one
+    that does reads as an option."""
+    while True:
+        token = secrets.token_urlsafe(24)
+        if not token.startswith("-"):
+            return token
+
+
 def make_tokens(roster: Path, out: Path, staff: list[str] | None = None) -> int:
     """Write `out` (student,token,role) for every roster student and `staff` name; returns how many. A student
     already in `out` keeps their token, so adding a late student to the roster does not change anyone else's."""
@@ -57,7 +66,7 @@ def make_tokens(roster: Path, out: Path, staff: list[str] | None = None) -> int:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["student", "token", "role"])
     for name, role in people:
-        w.writerow([name, kept.get((name, role)) or secrets.token_urlsafe(24), role])
+        w.writerow([name, kept.get((name, role)) or new_token(), role])
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(buf.getvalue())
     out.chmod(0o600)  # the tokens are passwords
