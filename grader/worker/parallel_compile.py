@@ -61,8 +61,9 @@ class ForkPool(Executor):
     """An executor for Triton's AsyncCompileMode: `submit(fn)` forks a child that calls `fn` (a compilation, which
     writes its binary to the Triton cache) and exits; once every compilation of the batch is submitted
     (`submitted`) and the child is gone, a thread of the worker calls `fn` again, which finds the cache entry, and
-    that is the future's result. At most `most` children at a time: beyond them, `fn` runs in the worker when its
-    turn comes (as it would without the pool). `seconds`: the children's wall seconds, summed."""
+    that is the future's result. At most `most` children in a batch: beyond them, `fn` runs in a thread of the
+    worker once every fork is made (as it would without the pool, beside the others). `seconds`: the children's
+    wall seconds, summed."""
 
     def __init__(self, most: int) -> None:
         self.most = most
