@@ -137,6 +137,8 @@ def stage_report(staffs: list[tuple[str, dict]]) -> dict[str, float]:
           flush=True)
     print(f"  parallel_comp. {totals.get('parallel_compiles', 0.0):8.0f}  compilations made side by side in child "
           "processes (in all)", flush=True)
+    print(f"  parallel_fail. {totals.get('parallel_failed', 0.0):8.0f}  of those, children that failed (the worker "
+          "compiled them again)", flush=True)
     print(f"  gate_idle_rel. {totals.get('gate_idle_releases', 0.0):8.0f}  shared holds let go while a call idled "
           "(in all)", flush=True)
     return {key: totals.get(key, 0.0) / files for key, _ in STAGE_ROWS}

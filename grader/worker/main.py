@@ -841,6 +841,7 @@ def main(job_file: Path, records_fd: int) -> int:
     if parallel is not None:  # the children's compilations (the worker's own loads of them are counted already)
         stages.add("compile", parallel.child_seconds)
         stages.seconds["parallel_compiles"] = parallel.children
+        stages.seconds["parallel_failed"] = parallel.failed  # children that did not exit 0: compiled again here
     done: dict = {"done": True, "stages": stages.seconds}
     if inst.gpu_check is not None:  # for the job's later workers (grader/protocol/records.py compile_passed)
         stages.seconds["gpu_checks"] = inst.gpu_check.compiled
