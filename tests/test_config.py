@@ -198,7 +198,7 @@ def test_every_key_is_declared_and_typed(tmp_path):
         load_config(tmp_path / "a.yaml")
     lines = str(err.value).splitlines()
     assert any(line.endswith("a.yaml: grading.timeout: unknown key; known: device, timeout_s, stall_s, workers, "
-                             "judges, fork_server, specialize, results_dir, gpu_compile, compile_threads, bounds, "
+                             "judges, fork_server, specialize, results_dir, gpu_compile, compile_processes, bounds, "
                              "writes, provenance, informational_speed, sandbox") for line in lines), lines
     assert any("a.yaml: grading.workers: Input should be a valid integer" in line and "(got 'many')" in line
                for line in lines), lines

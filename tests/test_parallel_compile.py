@@ -14,7 +14,7 @@ import torch
 import triton
 
 from grader.worker import parallel_compile
-from grader.worker.parallel_compile import ForkPool, ParallelCompile, threads_for
+from grader.worker.parallel_compile import ForkPool, ParallelCompile, most_at_once
 
 
 def _body(x, n, BLOCK):  # noqa: N803 - the stand-in's Python function (what Autotuner reads names from)
@@ -70,7 +70,7 @@ def test_an_armed_launch_asks_for_every_config_first_and_an_unarmed_one_for_none
     assert all(args == (x, 5) and kw["grid"] == (1,) for args, kw in stand_in.calls)
     launched = [kw for _, kw in stand_in.calls if not kw.get("warmup")]
     assert len(launched) == 1 and launched[0]["BLOCK"] == 16  # the forced config's own launch, once
-    assert waits == [1] and pc.batches == 1  # the gate let go once for the whole batch
+    assert waits == [1]  # the gate let go once for the whole batch
     stand_in.calls.clear()
     pc.armed = False
     tuner.run(x, 5, grid=(1,), warmup=False)
@@ -90,12 +90,12 @@ def test_a_config_that_fails_to_compile_is_left_to_its_own_launch(restore_autotu
 def test_one_thread_or_one_config_compiles_nothing_ahead(restore_autotuner):
     stand_in = StandIn()
     tuner = _tuner(stand_in)
-    pc = ParallelCompile(1)  # grading.compile_threads: 1
+    pc = ParallelCompile(1)  # grading.compile_processes: 1
     pc.install([(tuner, CONFIGS)])
     pc.armed = True
     tuner.run(object(), 5, grid=(1,), warmup=False)
     assert [kw.get("warmup") for _, kw in stand_in.calls] == [False]
-    assert threads_for(0, 1) == 1 and threads_for(3, 8) == 3 and 1 <= threads_for(0, 64) <= 8
+    assert most_at_once(0, 1) == 1 and most_at_once(3, 8) == 3 and 1 <= most_at_once(0, 64) <= 8
 
 
 def test_a_timing_worker_compiles_what_the_autotuners_pruning_keeps(restore_autotuner):
@@ -164,14 +164,14 @@ def test_a_child_that_dies_leaves_the_compilation_to_the_worker_and_the_rest_wai
     assert beyond[0] == "compiled" and beyond[2] == os.getpid()
 
 
-def test_compile_threads_is_a_count_in_a_worker_job():
+def test_compile_processes_is_a_count_in_a_worker_job():
     from grader.protocol import WorkerJob
 
     job = WorkerJob(run_id="r", submission="s.py", entry="f", kernels=[], device="cuda", inputs={})
-    assert WorkerJob.from_json(job.to_json()).compile_threads == 0
+    assert WorkerJob.from_json(job.to_json()).compile_processes == 0
     for bad in ('"8"', "-1", "true", "1.5"):
-        with pytest.raises(ValueError, match="compile_threads"):
-            WorkerJob.from_json(job.to_json().replace('"compile_threads": 0', f'"compile_threads": {bad}'))
+        with pytest.raises(ValueError, match="compile_processes"):
+            WorkerJob.from_json(job.to_json().replace('"compile_processes": 0', f'"compile_processes": {bad}'))
 
 
 def _counting(log: Path):
@@ -267,8 +267,8 @@ def test_cuda_a_timing_workers_autotuner_benchmarks_binaries_compiled_side_by_si
         triton.compiler.compile = orig
 
 
-def test_grading_compile_threads_reaches_every_worker_job(tmp_path):
-    """config.yaml's `grading.compile_threads` (auto = 0) is what each worker of a grading run is told."""
+def test_grading_compile_processes_reaches_every_worker_job(tmp_path):
+    """config.yaml's `grading.compile_processes` (auto = 0) is what each worker of a grading run is told."""
     from grader import protocol
     from grader.config import ROOT, ConfigError, load_config, load_task
     from grader.isolation.runner import worker_job
@@ -276,17 +276,17 @@ def test_grading_compile_threads_reaches_every_worker_job(tmp_path):
     from grader.pipeline.grading import Job
 
     base = (ROOT / "config.yaml").read_text()
-    assert "  compile_threads: auto " in base and load_config().compile_threads == 0
-    (tmp_path / "three.yaml").write_text(base.replace("  compile_threads: auto ", "  compile_threads: 3 ", 1))
+    assert "  compile_processes: auto " in base and load_config().compile_processes == 0
+    (tmp_path / "three.yaml").write_text(base.replace("  compile_processes: auto ", "  compile_processes: 3 ", 1))
     cfg = load_config(tmp_path / "three.yaml")
-    assert cfg.compile_threads == 3
-    (tmp_path / "bad.yaml").write_text(base.replace("  compile_threads: auto ", "  compile_threads: -2 ", 1))
-    with pytest.raises(ConfigError, match="compile_threads"):
+    assert cfg.compile_processes == 3
+    (tmp_path / "bad.yaml").write_text(base.replace("  compile_processes: auto ", "  compile_processes: -2 ", 1))
+    with pytest.raises(ConfigError, match="compile_processes"):
         load_config(tmp_path / "bad.yaml")
     told = []
 
     def runner(folders, shard, spec, cases):
-        told.append(worker_job(folders, f"probe{len(told)}", spec, cases).compile_threads)
+        told.append(worker_job(folders, f"probe{len(told)}", spec, cases).compile_processes)
         return grading.run_shard(folders, shard, spec, cases)
 
     task = load_task(ROOT / "tasks" / "puzzle01_constant_add")

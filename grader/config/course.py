@@ -87,10 +87,10 @@ class CourseConfig:
     results_dir: str = "results"
     sandbox: SandboxConfig = field(default_factory=lambda: SandboxConfig())
     """The worker's sandbox (grader/worker/sandbox.py): on by default."""
-    compile_threads: int = 0
-    """On CUDA, the threads a worker compiles an autotuned kernel's configs with, side by side, at a case's first
-    launch (grader/worker/parallel_compile.py); 0 (`auto` in config.yaml) = the worker's cores, at most 8; 1 = one
-    after another, as Triton does."""
+    compile_processes: int = 0
+    """On CUDA, how many child processes of a worker compile an autotuned kernel's configs side by side at a case's
+    first launch (grader/worker/parallel_compile.py); 0 (`auto` in config.yaml) = the worker's cores, at most 8;
+    1 = one after another in the worker, as Triton does."""
     gpu_compile: bool = True
     """On the CPU interpreter, also compile every launched kernel for CUDA targets (sm_90, sm_80) and fail a case
     whose kernel would not compile for a GPU (grader/worker/gpu_compile.py)."""

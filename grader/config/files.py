@@ -54,8 +54,8 @@ class GradingFile(_File):
     specialize: StrictBool = Field(False, description="Triton's integer and alignment specializations")
     results_dir: str = Field("results", description="where batch writes")
     gpu_compile: StrictBool = Field(True, description="compile interpreted kernels for CUDA too (CPU)")
-    compile_threads: Literal["auto"] | Count = Field("auto", description="threads compiling a kernel's autotune "
-                                                     "configs side by side (CUDA); 1 = one after another")
+    compile_processes: Literal["auto"] | Count = Field("auto", description="child processes compiling a kernel's "
+                                                       "autotune configs side by side (CUDA); 1 = one by one")
     bounds: StrictBool = Field(True, description="the address check")
     writes: StrictBool = Field(True, description="the write check")
     provenance: StrictBool = Field(True, description="the provenance check (a differential replay of each case)")

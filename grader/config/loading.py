@@ -336,7 +336,7 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
         results_dir=grading.results_dir,
         sandbox=_sandbox(grading.sandbox),
         gpu_compile=grading.gpu_compile,
-        compile_threads=0 if grading.compile_threads == "auto" else grading.compile_threads,
+        compile_processes=0 if grading.compile_processes == "auto" else grading.compile_processes,
         bounds=grading.bounds,
         writes=grading.writes,
         provenance=grading.provenance,

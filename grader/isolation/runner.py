@@ -74,9 +74,9 @@ class JobSpec:
     """On the interpreter, also compile every launch for CUDA targets (grader/worker/gpu_compile.py)."""
     compile_passed: tuple[str, ...] = ()
     """Of those compilations, the ones the job's finished workers reported passing: not made again (WorkerJob)."""
-    compile_threads: int = 0
-    """On CUDA, threads compiling an autotuned kernel's configs side by side (WorkerJob; config:
-    grading.compile_threads)."""
+    compile_processes: int = 0
+    """On CUDA, child processes compiling an autotuned kernel's configs side by side (WorkerJob; config:
+    grading.compile_processes)."""
     bounds: bool = True
     """Check every address a kernel touches against its launch's tensors (grader/worker/address_check.py): as the
     interpreter runs on the CPU; on CUDA through an interpreted re-run of each call."""
@@ -205,7 +205,7 @@ def worker_job(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
         sandbox={**spec.sandbox, "timeout_s": spec.timeout_s} if spec.sandbox is not None else None,
         benchmark_autotune=spec.benchmark_autotune, specialize=spec.specialize, launch=spec.launch,
         gpu_compile=spec.gpu_compile, compile_passed=list(spec.compile_passed),
-        compile_threads=spec.compile_threads, bounds=spec.bounds,
+        compile_processes=spec.compile_processes, bounds=spec.bounds,
         rerun_bounds=spec.rerun_bounds, writes=spec.writes,
         provenance=spec.provenance, warm=spec.warm, gate=spec.gate)
 

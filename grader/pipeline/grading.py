@@ -308,7 +308,7 @@ class GradingRun:
                        fork_server=cfg.fork_server, specialize=self.specialize[n],
                        launch=launch_job(job.task), stall_s=stall_s, audit_stall_s=audit_stall_s,
                        sandbox=cfg.sandbox.job(), gpu_compile=cfg.gpu_compile, bounds=cfg.bounds,
-                       compile_threads=cfg.compile_threads,
+                       compile_processes=cfg.compile_processes,
                        writes=cfg.writes, provenance=cfg.provenance, source=job.read())
 
     def add_shards(self, pool: Scheduler, n: int, base_spec: JobSpec) -> None:

@@ -52,9 +52,9 @@ class WorkerJob:
     compile_passed: list[str] = field(default_factory=list)
     """GPU compile check keys (grader/worker/gpu_compile.py `digest`) that the job's finished workers reported as
     compiling: this worker does not compile them again (`compile_passed` in grader/protocol/records.py)."""
-    compile_threads: int = 0
-    """On CUDA, the threads that compile an autotuned kernel's configs side by side at a case's first launch
-    (grader/worker/parallel_compile.py): 0 = the worker's cores, at most 8; 1 = one after another."""
+    compile_processes: int = 0
+    """On CUDA, the child processes that compile an autotuned kernel's configs side by side at a case's first
+    launch (grader/worker/parallel_compile.py): 0 = the worker's cores, at most 8; 1 = one after another."""
     bounds: bool = True
     rerun_bounds: bool = False
     """Check addresses through an interpreted re-run of each call (always on CUDA; on the CPU for tests)."""
@@ -90,8 +90,8 @@ class WorkerJob:
         passed = data.get("compile_passed", [])
         if not isinstance(passed, list) or not all(isinstance(d, str) for d in passed):
             raise ValueError("a worker job's compile_passed must be a list of digests")
-        if type(data.get("compile_threads", 0)) is not int or data.get("compile_threads", 0) < 0:
-            raise ValueError("a worker job's compile_threads must be a count")
+        if type(data.get("compile_processes", 0)) is not int or data.get("compile_processes", 0) < 0:
+            raise ValueError("a worker job's compile_processes must be a count")
         if not all(isinstance(v, str) for v in data["inputs"].values()):
             raise ValueError("a worker job's inputs must be file names")
         if not all(type(i) is int and i in data["inputs"] for i in data["cases"]):

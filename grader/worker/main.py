@@ -737,8 +737,8 @@ def main(job_file: Path, records_fd: int) -> int:
 
     n_runs = 1 if job.warm else max([len(c) for _, c in tuners] + [1])
     parallel = None  # an autotuned kernel's configs compiled side by side at its first launch of a case
-    if device == "cuda" and tuners and job.compile_threads != 1 and (n_runs > 1 and job.cases or job.perf):
-        parallel = ParallelCompile(job.compile_threads,
+    if device == "cuda" and tuners and job.compile_processes != 1 and (n_runs > 1 and job.cases or job.perf):
+        parallel = ParallelCompile(job.compile_processes,
                                    (lambda work: gate.paused(work, torch.cuda.synchronize)) if gate else None)
         parallel.install(tuners, forced=bool(job.cases))
     rerun = device == "cuda" or job.rerun_bounds  # addresses checked by an interpreted re-run of each call

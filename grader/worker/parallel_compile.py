@@ -36,7 +36,7 @@ import warnings
 from concurrent.futures import Executor, Future
 
 CHILDREN_MAX = 8
-"""The most compilations a worker runs side by side when the job leaves it to the worker (`compile_threads` 0)."""
+"""The most compilations a worker runs side by side when the job leaves it to the worker (`compile_processes` 0)."""
 
 _local = threading.local()
 
@@ -48,8 +48,8 @@ def in_pool() -> bool:
     return getattr(_local, "pool", False)
 
 
-def threads_for(requested: int, configs: int) -> int:
-    """How many compilations run side by side for `configs` configs: `requested` (the job's `compile_threads`), or
+def most_at_once(requested: int, configs: int) -> int:
+    """How many compilations run side by side for `configs` configs: `requested` (the job's `compile_processes`), or
     when 0 the worker's cores, at most CHILDREN_MAX; never more than there are configs."""
     if requested <= 0:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -102,7 +102,7 @@ class ForkPool(Executor):
         compile (a thread inside the compiler while the worker forks would leave its locks held in the child)."""
         self._all_in.set()
         for waiter in self._waiters:
-            if not waiter.is_alive() and not waiter.ident:
+            if waiter.ident is None:  # a compilation past `most`, made here
                 waiter.start()
 
     def _wait(self, pid: int, start: float, future: Future, fn, args, kwargs) -> None:
@@ -125,7 +125,6 @@ class ForkPool(Executor):
             future.set_exception(exc)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:  # noqa: D102 - Executor's
-        self._all_in.set()
         self.submitted()
         if wait:
             for waiter in self._waiters:
@@ -148,12 +147,12 @@ def _child(fn, args, kwargs) -> None:
 
 
 class ParallelCompile:
-    """One per CUDA case worker: `install(tuners)` once, then `armed` around the runs whose launches may compile
-    their autotuner's configs side by side."""
+    """One per CUDA worker (case or timing): `install(tuners)` once, then `armed` around the calls whose launches
+    compile their autotuners' configs side by side."""
 
-    def __init__(self, threads: int, on_wait=None) -> None:
-        self.threads = threads
-        """The job's `compile_threads` (0: the worker's cores, at most CHILDREN_MAX; 1: off)."""
+    def __init__(self, processes: int, on_wait=None) -> None:
+        self.processes = processes
+        """The job's `compile_processes` (0: the worker's cores, at most CHILDREN_MAX; 1: off)."""
         self.on_wait = on_wait
         """Called with the work and returns its result: the worker's GPU gate lets its hold go meanwhile."""
         self.armed = False
@@ -162,9 +161,7 @@ class ParallelCompile:
         self.natural: set[int] = set()
         """id(autotuner) of a timing worker's autotuners, which benchmark the configs their pruning keeps."""
         self.wall = 0.0
-        """Seconds the worker waited for the threads' compilations."""
-        self.batches = 0
-        """How many times configs were compiled side by side."""
+        """Seconds the worker waited for the children's compilations."""
         self.children = 0
         self.child_seconds = 0.0
         """The children's wall seconds, summed (each a compilation, as the compile stage counts one)."""
@@ -223,7 +220,7 @@ class ParallelCompile:
         """Compile, side by side, every config of `tuner` for this launch's arguments (those already in the
         kernel's cache cost a lookup and no child)."""
         configs = self.configs_for(tuner, args, kwargs)
-        most = threads_for(self.threads, len(configs))
+        most = most_at_once(self.processes, len(configs))
         if most < 2:
             return
         from triton.runtime._async_compile import AsyncCompileMode
@@ -254,4 +251,3 @@ class ParallelCompile:
         self.child_seconds += pool.seconds
         self.children += pool.children
         self.failed += pool.failed
-        self.batches += 1
