@@ -294,3 +294,64 @@ def test_grading_compile_processes_reaches_every_worker_job(tmp_path):
     result = grading.GradingRun([Job(task, task.folder / "solution.py", "alice")], cfg, "cpu",
                                 protocol.GradingTree(tmp_path / "tree"), 1, 0, runner).grade()[0]
     assert result.score == result.max_score and told and set(told) == {3}
+
+
+COMPILER = r'''
+import os, sys, time
+import triton, triton.language as tl
+from triton.compiler import ASTSource
+from triton.backends.compiler import GPUTarget
+from triton.runtime.cache import FileCacheManager
+from grader.worker.parallel_compile import OncePerJob
+
+@triton.jit
+def bump(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+puts = []
+put = FileCacheManager.put
+FileCacheManager.put = lambda self, *a, **k: (puts.append(1), put(self, *a, **k))[1]
+src = ASTSource(bump, {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 128})
+target, options = GPUTarget("cuda", 90, 32), {"num_warps": 4}
+once = OncePerJob(os.environ["TRITON_CACHE_DIR"]) if sys.argv[1] == "locked" else None
+open(sys.argv[2] + f".{os.getpid()}", "w").close()  # ready
+while len([f for f in os.listdir(os.path.dirname(sys.argv[2])) if f.startswith("go")]) == 0:
+    time.sleep(0.01)
+work = lambda: triton.compile(src, target=target, options=options)
+kernel = once.run(work, src, target, options) if once else work()
+print(len(puts), round(once.waited if once else 0.0, 3), kernel.asm["cubin"][:4] == b"\x7fELF")
+'''
+
+
+@pytest.mark.parametrize("mode", ["locked", "free"])
+def test_a_jobs_workers_make_a_compilation_once(tmp_path, mode):
+    """Two workers of one job compile the same kernel for sm_90 at the same moment into the job's Triton cache (on
+    the CPU: Triton compiles for a GPU target without one): with the lock, one compiles and the other loads its
+    binary; without it (the control), both compile."""
+    import subprocess
+    import sys
+
+    from grader.config import ROOT
+
+    script = tmp_path / "compile.py"
+    script.write_text(COMPILER)
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    env.pop("TRITON_INTERPRET", None)
+    procs = [subprocess.Popen([sys.executable, str(script), mode, str(tmp_path / "ready")], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("ready.*"))) < 2 and time.monotonic() < deadline:
+        if any(p.poll() is not None for p in procs):
+            break
+        time.sleep(0.05)
+    (tmp_path / "go").touch()
+    outs = [p.communicate(timeout=180) for p in procs]
+    lines = [o.strip().splitlines()[-1].split() if o.strip() else [e[-2000:]] for o, e in outs]
+    assert all(len(line) == 3 and line[2] == "True" for line in lines), lines  # both got a cubin
+    compiled = sorted(int(line[0]) > 0 for line in lines)
+    if mode == "locked":
+        assert compiled == [False, True], lines  # one made it, one loaded it
+        assert max(float(line[1]) for line in lines) > 0.05, lines  # and that one waited for it
+    else:
+        assert compiled == [True, True], lines

@@ -189,13 +189,15 @@ class RecordStream:
 
 
 STAGES = ("load", "import", "compile", "compile_wall", "cases", "address", "twin", "records", "timing", "gate_wait",
-          "gate_bypassed", "gate_idle_releases", "gpu_checks", "parallel_compiles", "parallel_failed")
+          "gate_bypassed", "gate_idle_releases", "gpu_checks", "parallel_compiles", "parallel_failed",
+          "compile_lock_wait")
 """What a worker's last STATUS frame may count in its `stages`: where the worker's time went, for the class
 benchmark. Seconds, except the counts (COUNTED_STAGES): `gate_bypassed` and `gate_idle_releases` (the holds let
 go while a call idled), `gpu_checks` (the GPU compile check's compilations), `parallel_compiles` (compilations
 made side by side in child processes) and `parallel_failed` (those whose child did not exit 0). `compile` sums
 every compilation's seconds, side by side ones each in full; `compile_wall` is the worker's wall seconds spent
-compiling or waiting for compilations."""
+compiling or waiting for compilations; `compile_lock_wait`, of `compile`, the seconds waiting for another
+worker of the job to make the same compilation (grader/worker/parallel_compile.py OncePerJob)."""
 
 COUNTED_STAGES = ("gate_bypassed", "gate_idle_releases", "gpu_checks", "parallel_compiles", "parallel_failed")
 """Of STAGES, the ones that count events, not seconds."""

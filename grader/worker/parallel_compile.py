@@ -251,3 +251,53 @@ class ParallelCompile:
         self.child_seconds += pool.seconds
         self.children += pool.children
         self.failed += pool.failed
+
+
+class OncePerJob:
+    """A compilation that the job's other workers may need too is made by one of them.
+
+    A job's case shards (public and hidden) start together and run the same kernels under the same configs, so
+    each compiled every one of them: the job's Triton cache (TRITON_CACHE_DIR, shared by the job's workers and
+    only theirs) got the same binary from each. Here a compilation first takes an exclusive lock (flock) on a
+    file named by its key, in a folder of that cache; a worker that finds the lock taken waits, and its own
+    compilation then finds the binary in the cache. The lock goes with the process that holds it (a worker
+    killed mid-compilation frees it), and a compilation that fails leaves no binary: the next one makes it again
+    and reports its own error. The key is the source's hash (Triton's, which covers what the kernel calls), the
+    target and the options; keys that differ only in how they print lock apart, and compile twice as before."""
+
+    FOLDER = ".grader-compiling"
+
+    def __init__(self, cache: str | os.PathLike) -> None:
+        self.folder = os.path.join(os.fspath(cache), self.FOLDER)
+        self.waited = 0.0
+        """Seconds spent waiting for another worker's compilation."""
+
+    @staticmethod
+    def key(src, target, options) -> str:
+        import hashlib
+
+        source = src.hash() if hasattr(src, "hash") else repr(src)
+        text = f"{source}|{target!r}|{sorted((options or {}).items())!r}"
+        return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+    def run(self, work, src, target=None, options=None):
+        """`work()` (the compilation of `src`) under its key's lock; without a lock (the folder cannot be made,
+        a file there is not ours), as it was."""
+        import fcntl
+
+        try:
+            os.makedirs(self.folder, mode=0o700, exist_ok=True)
+            fd = os.open(os.path.join(self.folder, self.key(src, target, options)),
+                         os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except (OSError, TypeError, ValueError):
+            return work()
+        try:
+            start = time.perf_counter()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:
+                return work()
+            self.waited += time.perf_counter() - start
+            return work()
+        finally:
+            os.close(fd)  # the lock with it
