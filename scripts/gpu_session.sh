@@ -5,7 +5,8 @@
 # then, through the device tool, with carry [".whl"] (and ".before" for `compare`):
 #     bash scripts/gpu_session.sh selftest             # selftest --device cuda (~6 min on the H200 box)
 #     bash scripts/gpu_session.sh compare [N]          # issue 48's table (bench_class --compare), N students;
-#                                                      # ROWS=latency (or full,latency...) for fewer rows
+#                                                      # ROWS=latency (or full,latency...) for fewer rows,
+#                                                      # BEFORE_ROWS for the older tree's (default: ROWS)
 #     bash scripts/gpu_session.sh pytest TESTS...      # pytest on the box (the CUDA-only tests)
 #     bash scripts/gpu_session.sh server [TASK IDLE BURST]   # the server's latency (bench_server.py)
 # `compare` also measures the tree in .before/ (an older commit: `git archive REV | tar -x -C .before`, and
@@ -44,7 +45,7 @@ compare)
     if [ -d .before ]; then
         cp scripts/bench_class.py scripts/bench_floor.py .before/scripts/
         (cd .before && python3 scripts/bench_class.py --students "$n" --serial-students 0 --compare \
-            --rows "${ROWS:-full,latency}" --device cuda) > "$OUT/before.log" 2>&1
+            --rows "${BEFORE_ROWS:-${ROWS:-full,latency}}" --device cuda) > "$OUT/before.log" 2>&1
         echo "before rc=$? in $(( $(date +%s) - start )) s"
         grep -v '^trace\|^student\|^\[' "$OUT/before.log" | tail -45
         start=$(date +%s)

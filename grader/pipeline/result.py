@@ -41,6 +41,9 @@ _JUDGE_CASES: dict[tuple, list[judge.CaseData]] = {}
 SUITE = Path(__file__).parents[1] / "judge" / "suite.py"
 AUTOLOAD_ENV = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 PROFILE_ENV = "GRADER_PROFILE_JUDGE"
+TIMER_OWN = ("load", "import", "compile")
+"""Stages also summed apart for a job's timing worker, as `timing_load`, `timing_import`, `timing_compile` (the
+staff JSON's `stages`): what the speed tier costs beyond its `timing` stage."""
 """A folder: each job's judging is profiled (cProfile) into it, a file per job (scripts/bench_class.py
 --profile-judge)."""
 
@@ -440,8 +443,9 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
             stages[f"{kind}_wall"] = round(stages.get(f"{kind}_wall", 0.0) + r.seconds, 4)
             for name, value in worker_stages(r.status()).items():
                 stages[name] = round(stages.get(name, 0.0) + value, 4)
-                if r.perf and name == "compile":  # the timing worker's: what its case workers left to compile
-                    stages["timing_compile"] = round(stages.get("timing_compile", 0.0) + value, 4)
+                if r.perf and name in TIMER_OWN:  # the timing worker's share (its compile: what its case
+                    key = f"timing_{name}"        # workers left for it to compile)
+                    stages[key] = round(stages.get(key, 0.0) + value, 4)
         staff["stages"] = stages
     if job.notebook is not None:  # the lines every message cites, as the notebook's cells (gates/notebook.py)
         for t in tests:

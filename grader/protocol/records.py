@@ -188,16 +188,18 @@ class RecordStream:
         return torch.load(io.BytesIO(self._payload(kind, key)), weights_only=True)
 
 
-STAGES = ("load", "import", "compile", "compile_wall", "cases", "address", "twin", "records", "timing", "gate_wait",
-          "gate_bypassed", "gate_idle_releases", "gpu_checks", "parallel_compiles", "parallel_failed",
-          "compile_lock_wait")
+STAGES = ("load", "import", "compile", "compile_wall", "cases", "address", "twin", "records", "timing",
+          "timing_warm_baseline", "timing_warm_submission", "timing_timed", "gate_wait", "gate_bypassed",
+          "gate_idle_releases", "gpu_checks", "parallel_compiles", "parallel_failed", "compile_lock_wait")
 """What a worker's last STATUS frame may count in its `stages`: where the worker's time went, for the class
 benchmark. Seconds, except the counts (COUNTED_STAGES): `gate_bypassed` and `gate_idle_releases` (the holds let
 go while a call idled), `gpu_checks` (the GPU compile check's compilations), `parallel_compiles` (compilations
 made side by side in child processes) and `parallel_failed` (those whose child did not exit 0). `compile` sums
 every compilation's seconds, side by side ones each in full; `compile_wall` is the worker's wall seconds spent
 compiling or waiting for compilations; `compile_lock_wait`, of `compile`, the seconds waiting for another
-worker of the job to make the same compilation (grader/worker/parallel_compile.py OncePerJob)."""
+worker of the job to make the same compilation (grader/worker/parallel_compile.py OncePerJob). A timing
+worker's `timing` is split, of it, into `timing_warm_baseline`, `timing_warm_submission` and `timing_timed`
+(grader/worker/timing.py `time_calls`)."""
 
 COUNTED_STAGES = ("gate_bypassed", "gate_idle_releases", "gpu_checks", "parallel_compiles", "parallel_failed")
 """Of STAGES, the ones that count events, not seconds."""

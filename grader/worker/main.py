@@ -837,7 +837,8 @@ def main(job_file: Path, records_fd: int) -> int:
                 waited = parallel.wall if parallel is not None else 0.0
                 record = time_calls(entry, baseline, cases[item.case], device, item.warmup, item.reps, item.clock,
                                     progress=alive, gate=gate,
-                                    first=parallel.arming if parallel is not None and not job.cases else None)
+                                    first=parallel.arming if parallel is not None and not job.cases else None,
+                                    phase=stages.stage)
                 if parallel is not None:
                     stages.waited(parallel.wall - waited)
         records.tensors(Kind.PERF, item.index, {"test": item.test, **record})

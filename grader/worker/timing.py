@@ -117,7 +117,7 @@ def profile_marked(fn, args: list, kwargs: dict, reps: int, host_too: bool = Fal
 
 
 def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int, clock: str = "gpu",
-               progress: Callable[[], None] | None = None, gate=None, first=None) -> dict:
+               progress: Callable[[], None] | None = None, gate=None, first=None, phase=None) -> dict:
     """Time the submission against the baseline on one case's inputs, in this process, interleaved.
 
     Method: each timed call gets fresh inputs (a new copy of the case's inputs, made before the clock starts), the
@@ -140,11 +140,17 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
 
     `first`: a context the submission's first warm-up call runs in (grader/worker/parallel_compile.py: the
     autotuner's configs compiled side by side before it benchmarks them).
+
+    `phase(name)`: a context for each part of the work, for the staff's statistics (the worker's `Stages.stage`):
+    `timing_warm_baseline` (the baseline's warm-up calls: torch.compile's tracing and its kernels' autotuning),
+    `timing_warm_submission` (the submission's: its autotuner's benchmarks) and `timing_timed` (the timed calls
+    and the profiler, once the GPU is the worker's alone).
     """
     cuda = device == "cuda"
     gpu_clock = cuda and clock == "gpu"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     shared = gate.shared if gate is not None else contextlib.nullcontext
+    phase = phase if phase is not None else (lambda _name: contextlib.nullcontext())
     with shared():
         pristine = ([a.to(device) if isinstance(a, torch.Tensor) else a for a in case["args"]],
                     {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in case["kwargs"].items()})
@@ -184,9 +190,11 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
         for w in range(warmup):
             with shared():
                 side = "baseline"
-                timed(baseline)
+                with phase("timing_warm_baseline"):
+                    timed(baseline)
                 side = "submission"
-                with first() if first is not None and w == 0 else contextlib.nullcontext():
+                with phase("timing_warm_submission"), \
+                        first() if first is not None and w == 0 else contextlib.nullcontext():
                     timed(entry)
             if progress is not None:
                 progress()
@@ -194,7 +202,8 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
         side = "profiler"
         profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) if gpu_clock else None
         alone = gate.exclusive() if gate is not None else contextlib.nullcontext(None)
-        with alone as had_it, profiler if profiler is not None else contextlib.nullcontext():
+        with alone as had_it, phase("timing_timed"), \
+                profiler if profiler is not None else contextlib.nullcontext():
             if had_it is not None:
                 record["gate"] = "alone" if had_it else (
                     f"shared: the GPU was not free within {gate.ROOM_WAIT_S:g} s, the calls were timed beside "
