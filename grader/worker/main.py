@@ -684,19 +684,23 @@ def main(job_file: Path, records_fd: int) -> int:
     load: dict = {"ok": False, "kernels": {}}
     # What the submission must not reach is read first, as the grader: its own cases' inputs (no other case's)
     # and the staff baselines.
-    cases = {i: torch.load(f, weights_only=True) for i, f in job.inputs.items()}
+    with stages.stage("load_inputs"):
+        cases = {i: torch.load(f, weights_only=True) for i, f in job.inputs.items()}
     baselines: dict[int, object] = {}
-    if job.perf:
-        compile_here(Path(job.run_folder))
-    for item in job.perf:
-        try:
-            module = load_baseline(f"baseline{item.index}", str(ROOT / item.baseline))
-            baselines[item.index] = getattr(module, job.entry)
-        except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
-            baselines[item.index] = f"the baseline could not be loaded: {type(exc).__name__}: {exc}"
-    load["sandbox"] = enter_sandbox(job)
+    with stages.stage("load_baseline"):
+        if job.perf:
+            compile_here(Path(job.run_folder))
+        for item in job.perf:
+            try:
+                module = load_baseline(f"baseline{item.index}", str(ROOT / item.baseline))
+                baselines[item.index] = getattr(module, job.entry)
+            except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
+                baselines[item.index] = f"the baseline could not be loaded: {type(exc).__name__}: {exc}"
+    with stages.stage("load_sandbox"):
+        load["sandbox"] = enter_sandbox(job)
     if gate is not None:  # the CUDA context, before the first hold of the gate (seconds when workers start at once)
-        torch.empty(1, device="cuda")
+        with stages.stage("load_cuda"):
+            torch.empty(1, device="cuda")
         # A call that idles (no launch for a second, its GPU work done) lets its share go: a submission spinning in
         # Python does not keep every timer of the class waiting. Started before watch_threads: the grader's own.
         gate.release_when_idle(torch.cuda.synchronize)
