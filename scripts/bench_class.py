@@ -96,7 +96,6 @@ STAGE_ROWS = (
     ("load_cuda", "of which the CUDA context (every worker)"),
     ("import", "worker: importing the submission"),
     ("compile", "worker: Triton compilations (cases and timing), each in full, side by side ones too"),
-    ("compile_lock_wait", "of which waiting for another worker of the job to make the same compilation"),
     ("compile_wall", "of which the workers' wall (grader/worker/parallel_compile.py: the rest overlapped)"),
     ("cases", "worker: running the cases (op audit included; compile and waits excluded)"),
     ("address", "worker: the address check's interpreted re-run (CUDA)"),

@@ -188,19 +188,19 @@ class RecordStream:
         return torch.load(io.BytesIO(self._payload(kind, key)), weights_only=True)
 
 
-STAGES = ("load", "load_inputs", "load_baseline", "load_sandbox", "load_cuda", "import", "compile", "compile_wall", "cases", "address", "twin", "records", "timing",
-          "timing_warm_baseline", "timing_warm_submission", "timing_timed", "gate_wait", "gate_bypassed",
-          "gate_idle_releases", "gpu_checks", "parallel_compiles", "parallel_failed", "compile_lock_wait")
+STAGES = ("load", "load_inputs", "load_baseline", "load_sandbox", "load_cuda", "import", "compile", "compile_wall",
+          "cases", "address", "twin", "records", "timing", "timing_warm_baseline", "timing_warm_submission",
+          "timing_timed", "gate_wait", "gate_bypassed", "gate_idle_releases", "gpu_checks", "parallel_compiles",
+          "parallel_failed")
 """What a worker's last STATUS frame may count in its `stages`: where the worker's time went, for the class
 benchmark. Seconds, except the counts (COUNTED_STAGES): `gate_bypassed` and `gate_idle_releases` (the holds let
 go while a call idled), `gpu_checks` (the GPU compile check's compilations), `parallel_compiles` (compilations
 made side by side in child processes) and `parallel_failed` (those whose child did not exit 0). `compile` sums
 every compilation's seconds, side by side ones each in full; `compile_wall` is the worker's wall seconds spent
-compiling or waiting for compilations; `compile_lock_wait`, of `compile`, the seconds waiting for another
-worker of the job to make the same compilation (grader/worker/parallel_compile.py OncePerJob). A timing
-worker's `timing` is split, of it, into `timing_warm_baseline`, `timing_warm_submission` and `timing_timed`
-(grader/worker/timing.py `time_calls`); `load` into `load_inputs` (the cases' inputs read), `load_baseline`
-(a timing worker's staff baselines loaded), `load_sandbox` and `load_cuda` (the CUDA context made)."""
+compiling or waiting for compilations. A timing worker's `timing` is split, of it, into `timing_warm_baseline`,
+`timing_warm_submission` and `timing_timed` (grader/worker/timing.py `time_calls`); `load` into `load_inputs`
+(the cases' inputs read), `load_baseline` (a timing worker's staff baselines loaded), `load_sandbox` and
+`load_cuda` (the CUDA context made)."""
 
 COUNTED_STAGES = ("gate_bypassed", "gate_idle_releases", "gpu_checks", "parallel_compiles", "parallel_failed")
 """Of STAGES, the ones that count events, not seconds."""

@@ -42,7 +42,7 @@ from grader.worker.gpu_compile import CompileCheck
 from grader.worker.interpreter import interpreted, patch_interpreter
 from grader.worker.interpreter import kernel_chain as _kernel_chain
 from grader.worker.op_audit import OpAudit, watch_threads
-from grader.worker.parallel_compile import OncePerJob, ParallelCompile, in_pool
+from grader.worker.parallel_compile import ParallelCompile, in_pool
 from grader.worker.provenance import Provenance, new_call, register
 from grader.worker.timing import compile_here, load_baseline, time_calls
 from grader.worker.write_check import WriteWatch
@@ -583,11 +583,10 @@ class Stages:
         finally:
             self.add(name, time.perf_counter() - start - (self._compiled - before))
 
-    def watch_compiles(self, gate: GpuGate | None, dynamo: bool = False, once: OncePerJob | None = None) -> None:
+    def watch_compiles(self, gate: GpuGate | None, dynamo: bool = False) -> None:
         """Count the seconds of Triton's compilations (`triton.compiler.compile`, which a kernel's first launch
         with a new key calls, in every supported Triton), and let a shared hold of the GPU gate go while one
-        runs: compiling is CPU work, and a timer waiting for the room should not wait for it. `once`: each
-        compilation under its key's lock in the job's cache, so that the job's workers make it once."""
+        runs: compiling is CPU work, and a timer waiting for the room should not wait for it."""
         import triton
         import triton.compiler
 
@@ -597,16 +596,10 @@ class Stages:
         def compile(*args, **kwargs):  # noqa: A001 - stands in for triton.compiler.compile
             start = time.perf_counter()
             pooled = in_pool()  # one of several side by side: their waiter counts the wall and left the gate
-
-            def work():
-                if once is None or not args:
-                    return orig(*args, **kwargs)
-                return once.run(lambda: orig(*args, **kwargs), args[0], kwargs.get("target"), kwargs.get("options"))
-
             try:
                 if gate is not None and not pooled:
-                    return gate.paused(work, torch.cuda.synchronize)
-                return work()
+                    return gate.paused(lambda: orig(*args, **kwargs), torch.cuda.synchronize)
+                return orig(*args, **kwargs)
             finally:
                 spent = time.perf_counter() - start
                 with stages._lock:
@@ -717,8 +710,7 @@ def main(job_file: Path, records_fd: int) -> int:
         inst.path = path
         inst.audit = audit
         inst.gate = gate
-        once = OncePerJob(job.cache) if device == "cuda" and job.cache and not job.warm else None
-        stages.watch_compiles(gate, dynamo=bool(job.perf), once=once)  # torch.compile: only in timing workers
+        stages.watch_compiles(gate, dynamo=bool(job.perf))  # torch.compile runs only in timing workers
         if device == "cpu" and job.gpu_compile:
             inst.gpu_check = CompileCheck(originals, job.compile_passed)
         bounds = None
@@ -851,8 +843,6 @@ def main(job_file: Path, records_fd: int) -> int:
         stages.seconds["gate_wait"] = round(gate.waited_s, 4)
         stages.seconds["gate_bypassed"] = gate.bypassed
         stages.seconds["gate_idle_releases"] = gate.idle_releases
-    if once is not None:  # the worker's own waits (its children's are theirs)
-        stages.seconds["compile_lock_wait"] = round(once.waited, 4)
     if parallel is not None:  # the children's compilations (the worker's own loads of them are counted already)
         stages.add("compile", parallel.child_seconds)
         stages.seconds["parallel_compiles"] = parallel.children
