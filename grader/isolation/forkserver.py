@@ -39,13 +39,9 @@ PRELOAD = ("numpy", "torch", "triton", "triton.language", "triton.runtime.autotu
 # For the timing workers' torch.compile'd baselines, imported by the server before it forks the first of them (a
 # request with "compiles"), so a grading run without speed tests never pays their 3-4 s. In each timing worker,
 # importing Inductor's config took 4.3 s and loading the baseline (which imports Dynamo) 3 s on the H100 box; with
-# them in the server, selftest of tasks 10-12 went from 350 to 286 s. `torch.compile(...)` in a baseline's module
-# imports Inductor's compile_fx (its lowerings, passes and code generators: 1.0 s on an idle core of the CPU
-# machine), and the first call loads the cached graph through the Triton code generator and its runtime: those
-# too, so that a timing worker's start-up (3.8-4.3 s a file on the H200 box before) does not import them again.
-# None of these imports starts CUDA or a thread, so a fork stays safe (tests/test_worker.py).
-PRELOAD_COMPILE = ("torch._dynamo", "torch._inductor.config", "torch._inductor.compile_fx",
-                   "torch._inductor.codegen.triton", "torch._inductor.runtime.triton_heuristics")
+# them in the server, selftest of tasks 10-12 went from 350 to 286 s. Neither import starts CUDA or a thread, so a
+# fork stays safe (tests/test_worker.py).
+PRELOAD_COMPILE = ("torch._dynamo", "torch._inductor.config")
 
 
 def _import(names: tuple[str, ...]) -> None:
