@@ -10,6 +10,8 @@ import pytest
 triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
 
+import torch  # noqa: E402
+
 from grader.worker import main as worker  # noqa: E402
 
 
@@ -62,6 +64,48 @@ def test_the_fork_servers_cuda_preload_starts_no_thread_and_no_cuda():
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["1", "False"], done.stdout
+
+
+def test_the_fork_servers_compile_preload_asks_nvml_and_puts_the_setting_back(monkeypatch):
+    """Inductor's compile_fx asks at import whether CUDA is there; torch's default check initializes the CUDA driver
+    in the fork server, and no child forked after it could use CUDA (every worker of a class failed so on the H200
+    box). The server imports it with the check through NVML, and leaves the environment as it found it."""
+    from grader.isolation import forkserver
+
+    seen = []
+    monkeypatch.setattr(forkserver, "_import",
+                        lambda names: seen.append((names, os.environ.get(forkserver.NVML_CHECK))))
+    monkeypatch.delenv(forkserver.NVML_CHECK, raising=False)
+    forkserver._import_compile()
+    assert seen == [(forkserver.PRELOAD_COMPILE, "1")]
+    assert forkserver.NVML_CHECK not in os.environ
+    monkeypatch.setenv(forkserver.NVML_CHECK, "0")
+    forkserver._import_compile()
+    assert os.environ[forkserver.NVML_CHECK] == "0"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_child_forked_after_the_compile_preload_can_use_cuda():
+    """The failure the test above prevents, on a GPU: the server's imports, then a fork, then CUDA in the child
+    ("Cannot re-initialize CUDA in forked subprocess" when the driver was initialized before the fork)."""
+    import subprocess
+    import sys
+
+    code = ("import os, torch\n"
+            "from grader.isolation import forkserver\n"
+            "forkserver._import(forkserver.PRELOAD)\n"
+            "forkserver._import_compile()\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    try:\n"
+            "        torch.empty(1, device='cuda'); os._exit(0)\n"
+            "    except Exception as exc:\n"
+            "        print(exc, flush=True); os._exit(1)\n"
+            "print('child', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == ["child", "0"], done.stdout
 
 
 def test_every_module_the_fork_server_preloads_exists():

@@ -39,9 +39,13 @@ PRELOAD = ("numpy", "torch", "triton", "triton.language", "triton.runtime.autotu
 # For the timing workers' torch.compile'd baselines, imported by the server before it forks the first of them (a
 # request with "compiles"), so a grading run without speed tests never pays their 3-4 s. In each timing worker,
 # importing Inductor's config took 4.3 s and loading the baseline (which imports Dynamo) 3 s on the H100 box; with
-# them in the server, selftest of tasks 10-12 went from 350 to 286 s. Neither import starts CUDA or a thread, so a
-# fork stays safe (tests/test_worker.py).
-PRELOAD_COMPILE = ("torch._dynamo", "torch._inductor.config")
+# them in the server, selftest of tasks 10-12 went from 350 to 286 s. `torch.compile(...)` in a baseline's module
+# imports Inductor's compile_fx (its lowerings, passes and code generators: 1.0 s on an idle core of the CPU
+# machine), and the first call loads the cached graph through the Triton code generator and its runtime: those
+# too, so that a timing worker's start-up (3.8-4.3 s a file on the H200 box before) does not import them again.
+# None of these imports starts CUDA or a thread, so a fork stays safe (tests/test_worker.py).
+PRELOAD_COMPILE = ("torch._dynamo", "torch._inductor.config", "torch._inductor.compile_fx",
+                   "torch._inductor.codegen.triton", "torch._inductor.runtime.triton_heuristics")
 
 
 def _import(names: tuple[str, ...]) -> None:
@@ -52,6 +56,24 @@ def _import(names: tuple[str, ...]) -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a child that needs it reports the import error itself
             pass
+
+
+def _import_compile() -> None:
+    """PRELOAD_COMPILE, with torch's CUDA checks asking NVML: compile_fx's import asks whether CUDA is there, and
+    torch's default check initializes the CUDA driver in this process, after which no forked child can use CUDA
+    ("Cannot re-initialize CUDA in forked subprocess", seen on the H200 box with torch 2.11); NVML's does not."""
+    before = os.environ.get(NVML_CHECK)
+    os.environ[NVML_CHECK] = "1"
+    try:
+        _import(PRELOAD_COMPILE)
+    finally:
+        if before is None:
+            os.environ.pop(NVML_CHECK, None)
+        else:
+            os.environ[NVML_CHECK] = before
+
+
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 
 
 def _preload() -> None:
@@ -142,7 +164,7 @@ def serve() -> int:
                 line, buffer = buffer.split(b"\n", 1)
                 request = json.loads(line)
                 if request.get("compiles") and not compile_ready:
-                    _import(PRELOAD_COMPILE)
+                    _import_compile()
                     compile_ready = True
                 pid = os.fork()
                 if pid == 0:
