@@ -41,11 +41,11 @@ _JUDGE_CASES: dict[tuple, list[judge.CaseData]] = {}
 SUITE = Path(__file__).parents[1] / "judge" / "suite.py"
 AUTOLOAD_ENV = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 PROFILE_ENV = "GRADER_PROFILE_JUDGE"
-TIMER_OWN = ("load", "load_inputs", "load_sandbox", "load_cuda", "import", "compile")
-"""Stages also summed apart for a job's timing worker, as `timing_load`, `timing_import`, `timing_compile` (the
-staff JSON's `stages`): what the speed tier costs beyond its `timing` stage."""
 """A folder: each job's judging is profiled (cProfile) into it, a file per job (scripts/bench_class.py
 --profile-judge)."""
+TIMER_OWN = ("load", "load_inputs", "load_sandbox", "load_cuda", "import", "compile")
+"""Stages also summed apart for a job's timing worker, as `timing_load`, `timing_import`, `timing_compile` and so
+on (the staff JSON's `stages`): what the speed tier costs beyond its `timing` stage."""
 
 
 def judge_job(job: Job, folders: JobFolders, ctx: GradingContext, runs: list[WorkerRun],
