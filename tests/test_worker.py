@@ -48,16 +48,17 @@ def test_cuda_case_workers_get_one_work_queue_and_timing_workers_keep_the_defaul
 
 
 def test_the_fork_servers_cuda_preload_starts_no_thread_and_no_cuda():
-    """The fork server imports Dynamo and Inductor's config before it forks the first timing worker, and forks CUDA
-    workers after that (grader/isolation/forkserver.py): safe only while those imports start no thread and no CUDA
-    context, which a fork would not carry over."""
+    """The fork server imports Dynamo and Inductor before it forks the first timing worker, and forks CUDA workers
+    after that (grader/isolation/forkserver.py): safe only while those imports start no thread and no CUDA
+    context, which a fork would not carry over (the driver's own initialization, which torch does not report, is
+    the CUDA-only test below)."""
     import subprocess
     import sys
 
-    from grader.isolation.forkserver import PRELOAD, PRELOAD_COMPILE
-
-    code = ("import importlib, threading, torch\n"
-            f"for name in {PRELOAD + PRELOAD_COMPILE!r}: importlib.import_module(name)\n"
+    code = ("import threading, torch\n"
+            "from grader.isolation import forkserver\n"
+            "forkserver._import(forkserver.PRELOAD)\n"
+            "forkserver._import_compile()\n"
             "print(threading.active_count(), torch.cuda.is_initialized())\n")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
@@ -69,19 +70,25 @@ def test_the_fork_servers_cuda_preload_starts_no_thread_and_no_cuda():
 def test_the_fork_servers_compile_preload_asks_nvml_and_puts_the_setting_back(monkeypatch):
     """Inductor's compile_fx asks at import whether CUDA is there; torch's default check initializes the CUDA driver
     in the fork server, and no child forked after it could use CUDA (every worker of a class failed so on the H200
-    box). The server imports it with the check through NVML, and leaves the environment as it found it."""
+    box). The server imports it with the check through NVML, only where NVML answers, and leaves the environment
+    as it found it."""
     from grader.isolation import forkserver
 
     seen = []
     monkeypatch.setattr(forkserver, "_import",
                         lambda names: seen.append((names, os.environ.get(forkserver.NVML_CHECK))))
+    monkeypatch.setattr(forkserver, "_nvml_answers", lambda: True)
     monkeypatch.delenv(forkserver.NVML_CHECK, raising=False)
     forkserver._import_compile()
-    assert seen == [(forkserver.PRELOAD_COMPILE, "1")]
+    assert seen == [(forkserver.PRELOAD_COMPILE, None), (forkserver.PRELOAD_COMPILE_NVML, "1")]
     assert forkserver.NVML_CHECK not in os.environ
     monkeypatch.setenv(forkserver.NVML_CHECK, "0")
     forkserver._import_compile()
     assert os.environ[forkserver.NVML_CHECK] == "0"
+    seen.clear()
+    monkeypatch.setattr(forkserver, "_nvml_answers", lambda: False)  # no NVML, a MIG slice: the timing workers'
+    forkserver._import_compile()
+    assert seen == [(forkserver.PRELOAD_COMPILE, "0")]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -94,6 +101,7 @@ def test_a_child_forked_after_the_compile_preload_can_use_cuda():
     code = ("import os, torch\n"
             "from grader.isolation import forkserver\n"
             "forkserver._import(forkserver.PRELOAD)\n"
+            "assert forkserver._nvml_answers()\n"
             "forkserver._import_compile()\n"
             "pid = os.fork()\n"
             "if pid == 0:\n"
@@ -115,5 +123,5 @@ def test_every_module_the_fork_server_preloads_exists():
 
     from grader.isolation import forkserver
 
-    for name in forkserver.PRELOAD + forkserver.PRELOAD_COMPILE:
+    for name in forkserver.PRELOAD + forkserver.PRELOAD_COMPILE + forkserver.PRELOAD_COMPILE_NVML:
         importlib.import_module(name)

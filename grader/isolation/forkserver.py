@@ -39,13 +39,18 @@ PRELOAD = ("numpy", "torch", "triton", "triton.language", "triton.runtime.autotu
 # For the timing workers' torch.compile'd baselines, imported by the server before it forks the first of them (a
 # request with "compiles"), so a grading run without speed tests never pays their 3-4 s. In each timing worker,
 # importing Inductor's config took 4.3 s and loading the baseline (which imports Dynamo) 3 s on the H100 box; with
-# them in the server, selftest of tasks 10-12 went from 350 to 286 s. `torch.compile(...)` in a baseline's module
-# imports Inductor's compile_fx (its lowerings, passes and code generators: 1.0 s on an idle core of the CPU
-# machine), and the first call loads the cached graph through the Triton code generator and its runtime: those
-# too, so that a timing worker's start-up (3.8-4.3 s a file on the H200 box before) does not import them again.
-# None of these imports starts CUDA or a thread, so a fork stays safe (tests/test_worker.py).
-PRELOAD_COMPILE = ("torch._dynamo", "torch._inductor.config", "torch._inductor.compile_fx",
-                   "torch._inductor.codegen.triton", "torch._inductor.runtime.triton_heuristics")
+# them in the server, selftest of tasks 10-12 went from 350 to 286 s. Neither import starts CUDA or a thread, so a
+# fork stays safe (tests/test_worker.py).
+PRELOAD_COMPILE = ("torch._dynamo", "torch._inductor.config")
+# `torch.compile(...)` in a baseline's module imports Inductor's compile_fx (3.48 s in each timing worker on the
+# H200 box), and the first call loads the cached graph through the Triton code generator and its runtime. The
+# import of compile_fx asks whether CUDA is there, which initializes the CUDA driver in the asking process unless
+# torch asks NVML (then no child forked after it could use CUDA: "Cannot re-initialize CUDA in forked subprocess",
+# every worker of a class on the box). So these come only where NVML answers (`_nvml_answers`), with torch's
+# check through it (`_import_compile`); elsewhere (no NVML, a MIG slice) each timing worker imports them itself.
+PRELOAD_COMPILE_NVML = ("torch._inductor.compile_fx", "torch._inductor.codegen.triton",
+                        "torch._inductor.runtime.triton_heuristics")
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 
 
 def _import(names: tuple[str, ...]) -> None:
@@ -58,22 +63,32 @@ def _import(names: tuple[str, ...]) -> None:
             pass
 
 
+def _nvml_answers() -> bool:
+    """Whether torch's CUDA check can go through NVML here without the CUDA driver (a CPU build of torch has no
+    CUDA to initialize)."""
+    try:
+        import torch
+
+        return not torch.cuda._is_compiled() or torch.cuda._device_count_nvml() > 0
+    except Exception:  # noqa: BLE001 - then not
+        return False
+
+
 def _import_compile() -> None:
-    """PRELOAD_COMPILE, with torch's CUDA checks asking NVML: compile_fx's import asks whether CUDA is there, and
-    torch's default check initializes the CUDA driver in this process, after which no forked child can use CUDA
-    ("Cannot re-initialize CUDA in forked subprocess", seen on the H200 box with torch 2.11); NVML's does not."""
+    """PRELOAD_COMPILE, and where NVML answers PRELOAD_COMPILE_NVML with torch's CUDA check through NVML (the
+    setting put back after)."""
+    _import(PRELOAD_COMPILE)
+    if not _nvml_answers():
+        return
     before = os.environ.get(NVML_CHECK)
     os.environ[NVML_CHECK] = "1"
     try:
-        _import(PRELOAD_COMPILE)
+        _import(PRELOAD_COMPILE_NVML)
     finally:
         if before is None:
             os.environ.pop(NVML_CHECK, None)
         else:
             os.environ[NVML_CHECK] = before
-
-
-NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 
 
 def _preload() -> None:
