@@ -267,6 +267,9 @@ def compare(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool,
               "(goal <= 1.4)", flush=True)
     shutil.rmtree(kept, ignore_errors=True)
     tier = rows.get("notier")
+    if tier and base:
+        print(f"  notier / bare: wall {tier['wall'] / base['wall']:.2f}x, core-s {tier['busy'] / base['busy']:.2f}x "
+              "(the checks without the speed tier)", flush=True)
     for name, words in (("full", "cold: the staff's timing runs in it"), ("kept", "the staff's runs kept")):
         if tier and rows.get(name):
             print(f"  {name} / notier: wall {rows[name]['wall'] / tier['wall']:.2f}x, core-s "
