@@ -743,7 +743,8 @@ def main(job_file: Path, records_fd: int) -> int:
     parallel = None  # an autotuned kernel's configs compiled side by side at its first launch of a case
     if device == "cuda" and tuners and job.compile_processes != 1 and (n_runs > 1 and job.cases or job.perf):
         parallel = ParallelCompile(job.compile_processes,
-                                   (lambda work: gate.paused(work, torch.cuda.synchronize)) if gate else None)
+                                   (lambda work: gate.paused(work, torch.cuda.synchronize)) if gate else None,
+                                   stages.waited)
         parallel.install(tuners, forced=bool(job.cases))
     rerun = device == "cuda" or job.rerun_bounds  # addresses checked by an interpreted re-run of each call
     # On the CPU (tests only) the graded run then leaves the addresses to the re-run, as a compiled kernel does
@@ -773,16 +774,10 @@ def main(job_file: Path, records_fd: int) -> int:
             if key in ran:
                 record = same_call(*ran[key], c, tuners, inst)
             else:
-                with stages.stage("cases"), shared():
-                    if parallel is not None:
-                        parallel.armed, waited = c == 0, parallel.wall
-                    try:
-                        record = run_case(entry, case, device, inst, tuners, c, audit, first_bounds,
-                                          provenance=Provenance() if c == paired else None)
-                    finally:
-                        if parallel is not None:
-                            parallel.armed = False
-                            stages.waited(parallel.wall - waited)
+                with stages.stage("cases"), shared(), \
+                        parallel.arming() if parallel is not None and c == 0 else contextlib.nullcontext():
+                    record = run_case(entry, case, device, inst, tuners, c, audit, first_bounds,
+                                      provenance=Provenance() if c == paired else None)
                 if key is not None:
                     ran[key] = (record, list(inst.calls))
             runs.append(record)
@@ -830,13 +825,10 @@ def main(job_file: Path, records_fd: int) -> int:
         else:
             alive = functools.partial(records.json, Kind.STATUS, {"perf": item.test, "warming": True})
             with stages.stage("timing"):
-                waited = parallel.wall if parallel is not None else 0.0
                 record = time_calls(entry, baseline, cases[item.case], device, item.warmup, item.reps, item.clock,
                                     progress=alive, gate=gate,
                                     first=parallel.arming if parallel is not None and not job.cases else None,
                                     phase=stages.stage)
-                if parallel is not None:
-                    stages.waited(parallel.wall - waited)
         records.tensors(Kind.PERF, item.index, {"test": item.test, **record})
         print(f"  {item.test}: timed in {time.perf_counter() - t_perf:.2f} s", flush=True)
     if gate is not None:

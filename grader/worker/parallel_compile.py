@@ -150,18 +150,19 @@ class ParallelCompile:
     """One per CUDA worker (case or timing): `install(tuners)` once, then `armed` around the calls whose launches
     compile their autotuners' configs side by side."""
 
-    def __init__(self, processes: int, on_wait=None) -> None:
+    def __init__(self, processes: int, on_wait=None, waited=None) -> None:
         self.processes = processes
         """The job's `compile_processes` (0: the worker's cores, at most CHILDREN_MAX; 1: off)."""
         self.on_wait = on_wait
         """Called with the work and returns its result: the worker's GPU gate lets its hold go meanwhile."""
+        self.waited = waited
+        """Called with the seconds the worker waited for each batch of the children's compilations (the worker's
+        `Stages.waited`: of the compile stage, not of the stage they happened in)."""
         self.armed = False
         self.configs: dict[int, list] = {}
         """id(autotuner) -> every config a case worker runs it under (the list `run_case` forces one of)."""
         self.natural: set[int] = set()
         """id(autotuner) of a timing worker's autotuners, which benchmark the configs their pruning keeps."""
-        self.wall = 0.0
-        """Seconds the worker waited for the children's compilations."""
         self.children = 0
         self.child_seconds = 0.0
         """The children's wall seconds, summed (each a compilation, as the compile stage counts one)."""
@@ -209,7 +210,8 @@ class ParallelCompile:
 
     @contextlib.contextmanager
     def arming(self):
-        """Armed within: a timing worker's first call of the submission (its warm-up compiles and benchmarks)."""
+        """Armed within: a case's graded run (config 0's), a timing worker's first call of the submission (its
+        warm-up compiles and benchmarks)."""
         self.armed = True
         try:
             yield
@@ -247,7 +249,8 @@ class ParallelCompile:
             self.on_wait(work) if self.on_wait is not None else work()
         except Exception:  # noqa: BLE001, S110 - best effort: the launches compile what is missing
             pass
-        self.wall += time.perf_counter() - start
+        if self.waited is not None:
+            self.waited(time.perf_counter() - start)
         self.child_seconds += pool.seconds
         self.children += pool.children
         self.failed += pool.failed
