@@ -379,6 +379,17 @@ def test_compile_passed_keeps_only_a_short_list_of_digests():
                                                  "compile_passed": [3]}))
 
 
+def test_worker_stages_keep_only_known_names_with_plausible_numbers():
+    """A worker's stage seconds are its word, for staff statistics only: any name not in STAGES, any value that is
+    not a plain number in [0, 1e6), and a `stages` that is no dict are dropped, and the job is judged as before."""
+    good = {"load_cuda": 0.5, "timing_warm_baseline": 1.25, "parallel_compiles": 7}
+    garbled = {"unknown": 1.0, "load": -1.0, "cases": float("inf"), "twin": float("nan"), "import": True,
+               "compile": "3", "timing": [1.0], "address": 1e6, "records": {"x": 1}, "<b>x</b>": 2.0}
+    assert protocol.worker_stages({"stages": {**good, **garbled}}) == good
+    for status in ({"stages": "load"}, {"stages": [("load", 1.0)]}, {}, "done", None, {"stages": None}):
+        assert protocol.worker_stages(status) == {}
+
+
 def test_a_hidden_shard_does_not_compile_again_what_its_public_shard_compiled(cfg, tmp_path):
     """On the CPU, a job's hidden shard starts after its public one (one worker here) and is told the GPU compile
     check's keys that the public one passed: it compiles none of them again (task 20's hidden cases use the public
