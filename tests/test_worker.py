@@ -58,6 +58,7 @@ def test_the_fork_servers_cuda_preload_starts_no_thread_and_no_cuda():
     code = ("import threading, torch\n"
             "from grader.isolation import forkserver\n"
             "forkserver._import(forkserver.PRELOAD)\n"
+            "forkserver._hash('triton.runtime.cache', 'triton_key')\n"
             "forkserver._import_compile()\n"
             "print(threading.active_count(), torch.cuda.is_initialized())\n")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -102,6 +103,7 @@ def test_a_child_forked_after_the_compile_preload_can_use_cuda():
             "from grader.isolation import forkserver\n"
             "forkserver._import(forkserver.PRELOAD)\n"
             "assert forkserver._nvml_answers()\n"
+            "forkserver._hash('triton.runtime.cache', 'triton_key')\n"
             "forkserver._import_compile()\n"
             "pid = os.fork()\n"
             "if pid == 0:\n"
@@ -114,6 +116,41 @@ def test_a_child_forked_after_the_compile_preload_can_use_cuda():
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["child", "0"], done.stdout
+
+
+def test_a_child_of_the_fork_server_inherits_the_compilers_cache_keys():
+    """Triton's key (triton_key, a hash of its sources and libtriton) and Inductor's (torch_key) are computed once
+    in the fork server: a child forked after it finds both computed, and hashes no file for either (the hashing
+    functions are broken in the child, and the keys still come)."""
+    import subprocess
+    import sys
+
+    code = ("import os\n"
+            "from grader.isolation import forkserver\n"
+            "forkserver._import(forkserver.PRELOAD)\n"
+            "forkserver._hash('triton.runtime.cache', 'triton_key')\n"
+            "forkserver._import_compile()\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    import hashlib\n"
+            "    import torch._inductor.codecache as codecache\n"
+            "    import triton.runtime.cache as cache\n"
+            "    def refuse(*a, **k): raise RuntimeError('hashed again')\n"
+            "    codecache.build_code_hash = refuse\n"
+            "    hashlib.sha256 = refuse\n"
+            "    ok = cache.triton_key.cache_info().currsize == 1 and cache.triton_key() and codecache.torch_key()\n"
+            "    os._exit(0 if ok else 1)\n"
+            "print('child', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == ["child", "0"], done.stdout + done.stderr[-2000:]
+    # the control: without the server's hashing, the child's first call hashes (and so fails here)
+    control = code.replace("forkserver._hash('triton.runtime.cache', 'triton_key')\n", "")
+    done = subprocess.run([sys.executable, "-c", control], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.stdout.split()[-2:] == ["child", "1"], done.stdout + done.stderr[-2000:]
 
 
 def test_every_module_the_fork_server_preloads_exists():
