@@ -128,6 +128,7 @@ def test_a_browser_signs_in_uploads_a_file_and_sees_its_verdict(server, tokens, 
     selenium = pytest.importorskip("selenium") if not NEED_BROWSER else __import__("selenium")
     assert selenium and CHROMIUM and CHROMEDRIVER, "make test needs chromium and chromedriver (.ci/run installs them)"
     from selenium import webdriver
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -156,8 +157,14 @@ def test_a_browser_signs_in_uploads_a_file_and_sees_its_verdict(server, tokens, 
         report = driver.find_element(By.ID, "report").text
         assert "graded, score 1 / 1" in state, (state, report)
         assert "score: 1 / 1" in report
-        cells = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#attempts td")]
-        assert hostile.name in cells, cells
+        # The page fills the attempts table after the verdict (its refresh() runs after the pictures load): the
+        # table is read once it has the new attempt, not at the verdict (a race that failed one fresh clone).
+        def cells(d) -> list[str]:
+            return [td.text for td in d.find_elements(By.CSS_SELECTOR, "#attempts td")]
+        try:
+            WebDriverWait(driver, 30).until(lambda d: hostile.name in cells(d))
+        except TimeoutException:
+            pytest.fail(f"the attempts table never showed the upload: {cells(driver)}")
         assert driver.find_elements(By.CSS_SELECTOR, "#attempts img") == [] and driver.title != "1"
     finally:
         driver.quit()
