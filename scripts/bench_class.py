@@ -219,12 +219,16 @@ RESULT_LINE = re.compile(r"^student\d+/\S+: [\d.e+-]+ / ")
 """A job's line in run_batch's output (grader/results/report.py `one_line`): a student of `synthetic_class`."""
 
 
+def no_speed_tests(tasks: dict) -> dict:
+    """The tasks without their speed tests."""
+    return {k: dataclasses.replace(t, perf=[]) for k, t in tasks.items()}
+
+
 def bare(cfg, tasks: dict) -> tuple:
     """The pipeline with every check off: no address check, write check, provenance check, GPU compile check
     (CPU only) or sandbox, and no speed tests."""
     return (dataclasses.replace(cfg, bounds=False, writes=False, provenance=False, gpu_compile=False,
-                                sandbox=SandboxConfig(enabled=False)),
-            {k: dataclasses.replace(t, perf=[]) for k, t in tasks.items()})
+                                sandbox=SandboxConfig(enabled=False)), no_speed_tests(tasks))
 
 
 COMPARE_ROWS = ("floor", "bare", "notier", "full", "kept", "latency")
@@ -246,9 +250,8 @@ def compare(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool,
         rows["floor"] = floor(root, {t: tasks[t] for t in hw.tasks if t in tasks}, cfg, device, workers)
     files = sum(1 for _ in root.glob("*/*.py"))  # graded; the floor counts the files whose kernels compile
     shutil.rmtree(work, ignore_errors=True)
-    no_tier = {k: dataclasses.replace(t, perf=[]) for k, t in tasks.items()}
     kept = Path(tempfile.mkdtemp(prefix="bench-kept-"))  # the full row's staff runs and shared cache, for `kept`
-    for name, (c, t) in (("bare", bare(cfg, tasks)), ("notier", (cfg, no_tier)), ("full", (cfg, tasks)),
+    for name, (c, t) in (("bare", bare(cfg, tasks)), ("notier", (cfg, no_speed_tests(tasks))), ("full", (cfg, tasks)),
                          ("kept", (cfg, tasks))):
         if name not in rows_wanted:
             continue
@@ -256,6 +259,7 @@ def compare(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool,
         wall, busy, _, marks = timed(n, workers, device, hw, t, c, identical,
                                      keep=kept if name in ("full", "kept") else None)
         rows[name] = {"wall": wall, "busy": busy, **marks}
+    shutil.rmtree(kept, ignore_errors=True)
     print(f"compare : {n} students, {files} files, {device}", flush=True)
     print(f"  {'':6} {'wall s':>8} {'core-s':>8} {'core-s/file':>12} {'first s':>8} {'last s':>8}", flush=True)
     for name, row in rows.items():
@@ -265,7 +269,6 @@ def compare(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool,
     if full and base:
         print(f"  full / bare : wall {full['wall'] / base['wall']:.2f}x, core-s {full['busy'] / base['busy']:.2f}x "
               "(goal <= 1.4)", flush=True)
-    shutil.rmtree(kept, ignore_errors=True)
     tier = rows.get("notier")
     if tier and base:
         print(f"  notier / bare: wall {tier['wall'] / base['wall']:.2f}x, core-s {tier['busy'] / base['busy']:.2f}x "
@@ -330,7 +333,7 @@ def main() -> int:
     cfg = load_config(tasks=tasks)
     tasks = cfg.course_tasks(tasks)
     if args.no_speed_tier:  # after the course's points are checked against the tasks'
-        tasks = {k: dataclasses.replace(t, perf=[]) for k, t in tasks.items()}
+        tasks = no_speed_tests(tasks)
     if args.judges is not None:
         cfg = dataclasses.replace(cfg, judges=args.judges)
     hw = cfg.homeworks[args.homework]

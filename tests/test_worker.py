@@ -47,23 +47,29 @@ def test_cuda_case_workers_get_one_work_queue_and_timing_workers_keep_the_defaul
     assert spec_env(spec)["CUDA_DEVICE_MAX_CONNECTIONS"] == "4"
 
 
+def _python(code: str):
+    """Run `code` in a fresh Python at the repository's root, compiled Triton (not the interpreter) as the fork
+    server has it."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=Path(__file__).resolve().parent.parent)
+
+
 def test_the_fork_servers_cuda_preload_starts_no_thread_and_no_cuda():
     """The fork server imports Dynamo and Inductor before it forks the first timing worker, and forks CUDA workers
     after that (grader/isolation/forkserver.py): safe only while those imports start no thread and no CUDA
     context, which a fork would not carry over (the driver's own initialization, which torch does not report, is
     the CUDA-only test below)."""
-    import subprocess
-    import sys
-
     code = ("import threading, torch\n"
             "from grader.isolation import forkserver\n"
             "forkserver._import(forkserver.PRELOAD)\n"
             "forkserver._hash('triton.runtime.cache', 'triton_key')\n"
             "forkserver._import_compile()\n"
             "print(threading.active_count(), torch.cuda.is_initialized())\n")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
-                          cwd=Path(__file__).resolve().parent.parent)
+    done = _python(code)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["1", "False"], done.stdout
 
@@ -96,9 +102,6 @@ def test_the_fork_servers_compile_preload_asks_nvml_and_puts_the_setting_back(mo
 def test_a_child_forked_after_the_compile_preload_can_use_cuda():
     """The failure the test above prevents, on a GPU: the server's imports, then a fork, then CUDA in the child
     ("Cannot re-initialize CUDA in forked subprocess" when the driver was initialized before the fork)."""
-    import subprocess
-    import sys
-
     code = ("import os, torch\n"
             "from grader.isolation import forkserver\n"
             "forkserver._import(forkserver.PRELOAD)\n"
@@ -112,8 +115,7 @@ def test_a_child_forked_after_the_compile_preload_can_use_cuda():
             "    except Exception as exc:\n"
             "        print(exc, flush=True); os._exit(1)\n"
             "print('child', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          cwd=Path(__file__).resolve().parent.parent)
+    done = _python(code)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["child", "0"], done.stdout
 
@@ -122,9 +124,6 @@ def test_a_child_of_the_fork_server_inherits_the_compilers_cache_keys():
     """Triton's key (triton_key, a hash of its sources and libtriton) and Inductor's (torch_key) are computed once
     in the fork server: a child forked after it finds both computed, and hashes no file for either (the hashing
     functions are broken in the child, and the keys still come)."""
-    import subprocess
-    import sys
-
     code = ("import os\n"
             "from grader.isolation import forkserver\n"
             "forkserver._import(forkserver.PRELOAD)\n"
@@ -141,15 +140,12 @@ def test_a_child_of_the_fork_server_inherits_the_compilers_cache_keys():
             "    ok = cache.triton_key.cache_info().currsize == 1 and cache.triton_key() and codecache.torch_key()\n"
             "    os._exit(0 if ok else 1)\n"
             "print('child', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
-                          cwd=Path(__file__).resolve().parent.parent)
+    done = _python(code)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["child", "0"], done.stdout + done.stderr[-2000:]
     # the control: without the server's hashing, the child's first call hashes (and so fails here)
     control = code.replace("forkserver._hash('triton.runtime.cache', 'triton_key')\n", "")
-    done = subprocess.run([sys.executable, "-c", control], capture_output=True, text=True, timeout=300, env=env,
-                          cwd=Path(__file__).resolve().parent.parent)
+    done = _python(control)
     assert done.stdout.split()[-2:] == ["child", "1"], done.stdout + done.stderr[-2000:]
 
 
