@@ -190,9 +190,9 @@ def test_a_speed_test_whose_case_never_ran_is_not_timed(tmp_path):
     no worker starts (grader/judge/speed.py fails it as "not timed: case ... fails" either way)."""
     from pathlib import Path
 
-    from grader.isolation.runner import JobSpec, WorkerRun
+    from grader.isolation.runner import JobSpec, WorkerRun, forget_timing, stop_timing
     from grader.pipeline.grading import _timed_run
-    from grader.protocol import Kind, PerfItem, RecordWriter
+    from grader.protocol import JobFolders, Kind, PerfItem, RecordWriter
 
     records = tmp_path / "records.bin"
     fd = os.open(records, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -210,12 +210,19 @@ def test_a_speed_test_whose_case_never_ran_is_not_timed(tmp_path):
 
     staff = {"t": (None, None)}
     shards = {0: (7, 0), 1: (7, 0)}
-    assert _timed_run(staff, "t", runner, None, 1, spec, {}, shards) == ["a timing run"]  # shard not done yet
-    assert _timed_run(staff, "t", runner, None, 1, spec, {(7, 0): hung}, shards) == ["a timing run"]
+    folders = JobFolders(tmp_path / "trusted", tmp_path / "scratch")
+    assert _timed_run(staff, "t", runner, folders, 1, spec, {}, shards) == ["a timing run"]  # shard not done yet
+    assert _timed_run(staff, "t", runner, folders, 1, spec, {(7, 0): hung}, shards) == ["a timing run"]
     assert started == [["speed_small", "speed_large"], ["speed_small"]]
     items[0].case = 5
-    assert _timed_run(staff, "t", runner, None, 1, spec, {(7, 0): hung}, shards) == []
+    assert _timed_run(staff, "t", runner, folders, 1, spec, {(7, 0): hung}, shards) == []
     assert len(started) == 2
+    # every speed test's case judged failing before the timing worker started (stop_timing): none starts
+    items[0].case = 3
+    stop_timing(folders)
+    assert _timed_run(staff, "t", runner, folders, 1, spec, {}, shards) == [] and len(started) == 2
+    forget_timing(folders)
+    assert _timed_run(staff, "t", runner, folders, 1, spec, {}, shards) == ["a timing run"] and len(started) == 3
 
 
 def test_the_time_left_is_counted_from_the_first_result(monkeypatch):

@@ -237,9 +237,11 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
     with _LIVE_LOCK:
         LIVE.add(proc.pid)
     dropped = [0]
+    key = str(folders.trusted)
     ended, quiet_s, stalled_s = _wait(proc, timeout_s, spec.stall_s, records_path, lambda: dropped.__setitem__(
-        0, dropped[0] + cap_log(log_path)), spec.audit_stall_s)
-    timed_out = ended != "ended"
+        0, dropped[0] + cap_log(log_path)), spec.audit_stall_s,
+        stop=(lambda: key in _STOP_TIMING) if spec.perf else None)
+    timed_out = ended not in ("ended", "stopped")
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
     except (ProcessLookupError, PermissionError, TypeError):
@@ -252,10 +254,34 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
     if dropped[0]:  # for staff: the start of what it printed, how much went, and the end
         text = (head(log_path, LOG_TAIL // 4) + f"\n... [the grader dropped {dropped[0] / 1e6:.1f} MB of what the "
                 f"worker printed here] ...\n" + text[-(3 * LOG_TAIL) // 4:])
-    return WorkerRun(records=records_path, returncode=None if timed_out else proc.returncode, timed_out=timed_out,
-                     seconds=time.monotonic() - start, log=text, run_id=run_id, cases=list(cases),
-                     stalled_s=stalled_s, quiet_s=round(quiet_s, 2),
-                     sees_hidden=spec.sees_hidden, perf=bool(spec.perf))
+    return WorkerRun(records=records_path, returncode=None if ended != "ended" else proc.returncode,
+                     timed_out=timed_out, seconds=time.monotonic() - start, log=text, run_id=run_id,
+                     cases=list(cases), stalled_s=stalled_s, quiet_s=round(quiet_s, 2),
+                     sees_hidden=spec.sees_hidden, perf=bool(spec.perf),
+                     stopped=STOPPED_WHY if ended == "stopped" else "")
+
+
+_STOP_TIMING: set[str] = set()
+"""The trusted folders of the jobs whose timing worker is to stop (or not start): `stop_timing`."""
+STOPPED_WHY = "every speed test's case had failed meanwhile, and a speed test counts only for a correct result"
+
+
+def stop_timing(folders: JobFolders) -> None:
+    """Stop the job's timing worker within a poll (`POLL_S`), or keep it from starting: its speed tests are
+    decided without it (grader/pipeline/grading.py calls this once the job's cases are judged). A submission
+    that hangs in its call hangs its timing worker's warm-up too: on the H200 box such a timer ran on, spinning
+    a core, for 100 s after its cases were judged, and made the class's last result (177 s against 82 s)."""
+    _STOP_TIMING.add(str(folders.trusted))
+
+
+def timing_stopped(folders: JobFolders) -> bool:
+    """Whether `stop_timing` was called for the job."""
+    return str(folders.trusted) in _STOP_TIMING
+
+
+def forget_timing(folders: JobFolders) -> None:
+    """The job is done: its stop request, if any, is dropped."""
+    _STOP_TIMING.discard(str(folders.trusted))
 
 
 LIVE: set[int] = set()
@@ -305,13 +331,14 @@ SAFE_PATH = ("-P",) if sys.version_info >= (3, 11) else ()
 
 
 def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Path,
-          each: Callable[[], None] = lambda: None, audit_stall_s: float = 0.0) -> tuple[str, float, float]:
-    """Wait for the worker: "ended", "timeout" (still running at `timeout_s`) or "stalled" (its record stream
+          each: Callable[[], None] = lambda: None, audit_stall_s: float = 0.0,
+          stop: Callable[[], bool] | None = None) -> tuple[str, float, float]:
+    """Wait for the worker: "ended", "timeout" (still running at `timeout_s`), "stalled" (its record stream
     unchanged for `stall_s` seconds, or `audit_stall_s` while its last report says `auditing`; 0: no stall
-    limit), the longest stretch it went without a progress report (0 without a stall limit), and the stall limit
-    that stopped it (0 if none did). The stream's time and reports are the worker's doing, so a worker can only
-    delay its stop this way (to the longer of the two limits), never past the time limit. `each` runs at every
-    look (the log's cap)."""
+    limit) or "stopped" (`stop()` said so: the grader needs nothing more from it), the longest stretch it went
+    without a progress report (0 without a stall limit), and the stall limit that stopped it (0 if none did).
+    The stream's time and reports are the worker's doing, so a worker can only delay its stop this way (to the
+    longer of the two limits), never past the time limit. `each` runs at every look (the log's cap)."""
     tail = StatusTail(status) if audit_stall_s > stall_s else None
     start = time.monotonic()
     last = time.time()  # the stall clock starts with the worker
@@ -320,6 +347,8 @@ def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Pa
         left = timeout_s - (time.monotonic() - start)
         if left <= 0:
             return "timeout", max(quiet, time.time() - last), 0.0
+        if stop is not None and stop():
+            return "stopped", max(quiet, time.time() - last) if stall_s else 0.0, 0.0
         each()
         if not stall_s:
             if proc.wait(min(left, POLL_S)):

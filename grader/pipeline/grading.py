@@ -33,7 +33,15 @@ import torch
 
 from grader.config import CourseConfig, TaskSpec
 from grader.gates import static
-from grader.isolation.runner import ForkClient, JobSpec, run_shard, worker_env
+from grader.isolation.runner import (
+    ForkClient,
+    JobSpec,
+    forget_timing,
+    run_shard,
+    stop_timing,
+    timing_stopped,
+    worker_env,
+)
 from grader.isolation.schedule import Scheduler
 from grader.judge.known_errors import Tritons
 from grader.pipeline import toolchain
@@ -63,6 +71,7 @@ from grader.protocol import (
     compile_passed,
 )
 from grader.results import TaskResult
+from grader.results.outcome import Outcome
 
 
 def resolve_device(requested: str) -> str:
@@ -496,6 +505,12 @@ class GradingRun:
         self.progress.step(f"{self.contexts[n][0].student}/{self.contexts[n][0].task.id}: cases")
         if self.on_result:
             self.on_result(result)
+        job, folders, _ = self.contexts[n]
+        failed = {t.name for t in result.tests if t.outcome != Outcome.PASSED.label}
+        if all(p.case in failed for p in job.task.perf if self.device in p.devices):
+            # Every speed test's case fails: each is "not timed" whatever its timing worker records
+            # (grader/judge/speed.py), so the worker is stopped, or never started, and the job judged without it.
+            stop_timing(folders)
         for d in self.copies.get(n, []):
             if self.on_result:
                 self.on_result(reused(result, self.contexts[d][0], self.contexts[n][0]))
@@ -504,6 +519,7 @@ class GradingRun:
         """Job `n`'s full result: recorded, handed to `on_result`, its trusted files kept (with `keep`) and its
         scratch folder removed; then the same for each later copy of its file."""
         job, folders, _ = self.contexts[n]
+        forget_timing(folders)
         result = toolchain.annotate(result, self.cfg.toolchain)  # graded with the course's torch and triton?
         if n not in self.later:  # what the trusted side spent on this file before any worker (staff only)
             stages = result.staff.setdefault("stages", {})
@@ -570,7 +586,7 @@ def _timed_run(staff_runs: dict, task_id: str, shard_runner, folders: JobFolders
     perf = [item for item in spec.perf
             if not ((key := (speed_shards or {}).get(item.index)) in (finished or {})
                     and case_never_ran(finished[key], item.case))]
-    if not perf:
+    if not perf or timing_stopped(folders):  # (or every speed test's case was judged failing: stop_timing)
         return []
     return shard_runner(folders, shard, replace(spec, perf=perf, inductor_from=staff_runs[task_id][1]), [])
 

@@ -36,6 +36,9 @@ class WorkerRun:
     quiet_s: float = 0.0
     """The longest stretch without a progress report, as the runner saw it (with a stall limit only): what a
     right worker needs of `grading.stall_s` (scripts/bench_class.py reports it over a class)."""
+    stopped: str = ""
+    """Set when the grader stopped the worker because nothing it could still record would change a verdict
+    (a timing worker whose speed tests' cases had failed meanwhile): why, in the grader's words."""
 
     def status(self) -> dict:
         """The run's last progress report (empty if none)."""
@@ -44,6 +47,8 @@ class WorkerRun:
     def describe_exit(self) -> str:
         if self.problem:
             return f"the grader could not run the worker ({self.problem})"
+        if self.stopped:
+            return f"the grader stopped the worker after {self.seconds:.0f} s: {self.stopped}"
         if self.stalled_s:
             return (f"the worker was stopped after {self.seconds:.0f} s: it made no progress for "
                     f"{self.stalled_s:.0f} s (grading.stall_s)")
