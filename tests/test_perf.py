@@ -5,12 +5,11 @@ import dataclasses
 
 import pytest
 import torch
-from conftest import write_stream
+from conftest import check_timer_stopped, write_stream
 
 from grader import judge
 from grader.config import ROOT, ConfigError, PerfTest, load_config, load_task
 from grader.course.selftest import expectation
-from grader.isolation import runner
 from grader.isolation.runner import WorkerRun
 from grader.judge import speed
 from grader.pipeline.grading import Job, grade_jobs
@@ -392,26 +391,10 @@ def test_a_staff_timing_run_is_kept_and_reused_only_while_its_files_are_the_same
     assert len(started) == 3
 
 
-def test_a_timing_worker_stops_once_every_speed_tests_case_has_failed(tmp_path, cfg):
+def test_a_timing_worker_stops_once_every_speed_tests_case_has_failed(slow_wrong_timed, cfg):
     """A job whose speed tests' case fails needs nothing from its timing worker (speed counts only for a correct
     result): once the cases are judged, the worker is stopped, and the job's result comes then, not when the
-    worker would have finished. Here each call takes 4 s and answers wrong: the timing worker, started beside the
-    case shard, would need 11 calls (1 warm-up, 10 timed), 44 s; it is stopped when the case is judged."""
-    task = load_task(TASK22)
-    solution = (TASK22 / "solution.py").read_text()
-    wrong = tmp_path / "slow_and_wrong.py"
-    wrong.write_text(solution.replace("def relu_mask(", "import time\n\n\ndef _relu_mask(")
-                     + "\n\ndef relu_mask(x, dy, mask):\n    time.sleep(4)\n"
-                     "    y, packed, dx = _relu_mask(x, dy, mask)\n    return y + 1, packed, dx\n")
-    perf = [PerfTest(id="speed", points=1.0, case="r1_c7", baseline=str(TASK22 / "solution.py"), threshold=1.0,
-                     devices=("cpu",), warmup=1, reps=10)]
-    task = dataclasses.replace(task, cases=[task.cases[0]], perf=perf,
-                               allowed_imports=[*task.allowed_imports, "time"])
+    worker would have finished (conftest.py `slow_wrong_timed`)."""
+    task, wrong = slow_wrong_timed
     (result,) = grade_jobs([Job(task, wrong, "s")], cfg, "cpu", workers=2)
-    tests = {t.name: t for t in result.tests}
-    assert tests["r1_c7"].outcome == "failed"
-    assert tests["speed"].outcome == "failed" and tests["speed"].message.startswith("not timed: case r1_c7 fails")
-    exits = result.staff["worker_exit"]
-    assert "the grader stopped the worker after" in exits and runner.STOPPED_WHY in exits, exits
-    stages = result.staff["stages"]  # stopped within seconds of the case's verdict, long before its 44 s of calls
-    assert stages["timing_worker_wall"] < min(stages["case_worker_wall"] + 10, 40), stages
+    check_timer_stopped(result)

@@ -41,6 +41,23 @@ def test_ray_gives_the_local_verdicts(local_ray, task10, tmp_path):
     assert "out-of-bounds write" in {t.name: t for t in remote[1].tests}["n1023_fp32"].message
 
 
+def test_a_timing_task_is_cancelled_once_every_speed_tests_case_has_failed(local_ray, slow_wrong_timed):
+    """As with local workers (tests/test_perf.py): the Ray task of a job's timing worker is cancelled once the
+    job's cases are judged and its speed test's case failed, and its result comes then. The task was interrupted,
+    not killed: its runner killed the worker it waited for and removed the task's grading tree."""
+    import tempfile
+    from pathlib import Path
+
+    from conftest import check_timer_stopped
+
+    leftovers = set(Path(tempfile.gettempdir()).glob("grader-ray-*"))
+    task, wrong = slow_wrong_timed
+    (result,) = grade_jobs([Job(task, wrong, "s")], load_config(), "cpu", workers=2, backend="ray")
+    assert result.staff["backend"] == "ray"
+    check_timer_stopped(result)
+    assert set(Path(tempfile.gettempdir()).glob("grader-ray-*")) <= leftovers
+
+
 def test_cheats_lose_their_points_through_ray_and_its_tasks_leave_no_folder(local_ray, task10, answer_reader):
     """Through Ray tasks, as through local workers: launder_copy.py (torch computes, a kernel copies) fails every
     case by the op audit, with the local backend's very messages; the answer-key reader, with the static policy off,

@@ -9,15 +9,17 @@ submission.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from grader.config import ROOT
-from grader.isolation.runner import JobSpec, run_shard
+from grader.isolation.runner import POLL_S, STOPPED_WHY, JobSpec, run_shard, timing_stopped
 from grader.protocol import GradingTree, JobFolders, PerfItem, WorkerRun, create_trusted
 
 
@@ -120,7 +122,20 @@ class RayShards:
             "shard": shard, "cases": cases, "inputs": needed,
             "spec": {k: v for k, v in fields.items() if k not in ("submission", "inputs", "source")},
         }
-        out = self.ray.get(self.remote.remote(payload, *[self._inputs[spec.inputs[i]] for i in needed]))
+        start = time.monotonic()
+        ref = self.remote.remote(payload, *[self._inputs[spec.inputs[i]] for i in needed])
+        if spec.perf and not cases:  # a timing worker: cancelled once its job's speed tests are decided without it
+            while not self.ray.wait([ref], timeout=POLL_S)[0]:
+                if timing_stopped(folders):
+                    # Ray interrupts the task (KeyboardInterrupt): its runner kills the worker it waits for and
+                    # removes the task's folder, and the Ray process and its fork server go on to the next task
+                    self.ray.cancel(ref)
+                    with contextlib.suppress(Exception):
+                        self.ray.get(ref, timeout=60)  # (raises: cancelled) the task has cleaned up
+                    return [WorkerRun(records=None, returncode=None, timed_out=False,
+                                      seconds=time.monotonic() - start, log="", run_id=f"{shard}-0",
+                                      perf=True, sees_hidden=spec.sees_hidden, stopped=STOPPED_WHY)]
+        out = self.ray.get(ref)
         runs = []
         for data in out["runs"]:
             records = data.pop("records_bytes")

@@ -238,17 +238,19 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
         LIVE.add(proc.pid)
     dropped = [0]
     key = str(folders.trusted)
-    ended, quiet_s, stalled_s = _wait(proc, timeout_s, spec.stall_s, records_path, lambda: dropped.__setitem__(
-        0, dropped[0] + cap_log(log_path)), spec.audit_stall_s,
-        stop=(lambda: key in _STOP_TIMING) if spec.perf else None)
-    timed_out = ended not in ("ended", "stopped")
     try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
-    except (ProcessLookupError, PermissionError, TypeError):
-        pass
-    proc.wait(30)
-    with _LIVE_LOCK:
-        LIVE.discard(proc.pid)
+        ended, quiet_s, stalled_s = _wait(proc, timeout_s, spec.stall_s, records_path, lambda: dropped.__setitem__(
+            0, dropped[0] + cap_log(log_path)), spec.audit_stall_s,
+            stop=(lambda: key in _STOP_TIMING) if spec.perf else None)
+    finally:  # also when the wait is interrupted (a Ray task cancelled: ray_backend.py)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
+        except (ProcessLookupError, PermissionError, TypeError):
+            pass
+        proc.wait(30)
+        with _LIVE_LOCK:
+            LIVE.discard(proc.pid)
+    timed_out = ended not in ("ended", "stopped")
     dropped[0] += cap_log(log_path)
     text = tail(log_path, LOG_TAIL)
     if dropped[0]:  # for staff: the start of what it printed, how much went, and the end
