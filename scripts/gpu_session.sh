@@ -7,6 +7,10 @@
 #     bash scripts/gpu_session.sh compare [N]          # issue 48's table (bench_class --compare), N students;
 #                                                      # ROWS=latency (or full,latency...) for fewer rows,
 #                                                      # BEFORE_ROWS for the older tree's (default: ROWS)
+#     PAIRS=2 ROWS=full bash scripts/gpu_session.sh compare [N]
+#                                                      # before/after alternating (ABAB), each row in a fresh
+#                                                      # process, and each pair's ratio: the box's drift between
+#                                                      # runs (up to 20%) falls on both trees alike
 #     bash scripts/gpu_session.sh pytest TESTS...      # pytest on the box (the CUDA-only tests)
 #     bash scripts/gpu_session.sh server [TASK IDLE BURST]   # the server's latency (bench_server.py)
 # `compare` also measures the tree in .before/ (an older commit: `git archive REV | tar -x -C .before`, and
@@ -42,6 +46,30 @@ selftest)
     grep -v '^ok \|^     \|^\[' "$OUT/selftest.log" | tail -40 ;;
 compare)
     n=${1:-10}
+    if [ -n "${PAIRS:-}" ] && [ -d .before ]; then
+        cp scripts/bench_class.py scripts/bench_floor.py .before/scripts/
+        rows=${ROWS:-full}
+        for k in $(seq 1 "$PAIRS"); do
+            for tree in before after; do
+                dir=.; [ $tree = before ] && dir=.before
+                t0=$(date +%s)
+                (cd $dir && python3 scripts/bench_class.py --students "$n" --serial-students 0 --compare \
+                    --rows "$rows" --device cuda) > "$OUT/$tree-$k.log" 2>&1
+                echo "$tree $k rc=$? in $(( $(date +%s) - t0 )) s"
+                grep -E "^  ($(echo "$rows" | tr , '|')) " "$OUT/$tree-$k.log" | sed "s/^/  $tree $k:/"
+            done
+        done
+        # each pair's core-seconds, after over before, row by row (the rows' second number)
+        for row in $(echo "$rows" | tr , ' '); do
+            for k in $(seq 1 "$PAIRS"); do
+                b=$(awk -v r="$row" '$1 == r && $2 ~ /^[0-9.]+$/ {print $3}' "$OUT/before-$k.log" | tail -1)
+                a=$(awk -v r="$row" '$1 == r && $2 ~ /^[0-9.]+$/ {print $3}' "$OUT/after-$k.log" | tail -1)
+                [ -n "$a" ] && [ -n "$b" ] && awk -v r="$row" -v k="$k" -v a="$a" -v b="$b" \
+                    'BEGIN {printf "pair %s %s: core-s %s -> %s (%.3fx)\n", k, r, b, a, a / b}'
+            done
+        done
+        exit 0
+    fi
     if [ -d .before ]; then
         cp scripts/bench_class.py scripts/bench_floor.py .before/scripts/
         (cd .before && python3 scripts/bench_class.py --students "$n" --serial-students 0 --compare \
