@@ -134,6 +134,9 @@ def stage_report(staffs: list[tuple[str, dict]]) -> dict[str, float]:
     gate = sorted((line for log in logs for line in log.splitlines() if line.startswith("gate:")),
                   key=lambda ln: float(ln.rsplit("(at ", 1)[-1].rstrip(")")))
     reloaded = sum("Failed to load artifact" in log for log in logs)
+    stopped = sum("the grader stopped the worker" in str(staff.get("worker_exit", "")) for _, staff in staffs)
+    if stopped:  # grader/isolation/runner.py stop_timing: every speed test's case had failed
+        print(f"timers  : {stopped} timing worker(s) stopped once the job's speed tests were decided", flush=True)
     if reloaded:  # Inductor dropped a cached graph of the staff run and compiled the baseline again
         print(f"inductor: {reloaded} job(s) compiled a baseline again (\"Failed to load artifact\")", flush=True)
     if gate:  # the GPU gate's long waits and holds, in time order (grader/protocol GpuGate)
