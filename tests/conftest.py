@@ -37,19 +37,21 @@ def answer_reader(task10, tmp_path) -> Path:
 
 
 @pytest.fixture
-def slow_wrong_timed(tmp_path):
-    """Task 22 with one case and a speed test on the CPU, and a file whose every call takes 4 s and answers wrong:
-    (task, file). Its timing worker, started beside the case shard, would need 11 calls (1 warm-up, 10 timed),
-    44 s; the grader stops it once the case is judged (grader/isolation/runner.py stop_timing)."""
+def slow_wrong_timed(tmp_path, monkeypatch):
+    """Task 22 with one case and a speed test on the CPU, and a file whose every call takes 6 s and answers wrong:
+    (task, file). Its timing worker, started beside the case shard once the staff's timing run is done (made cold
+    here: 4 s on CI's kind of machine, while the case shard sleeps 12 s), would need 11 calls (1 warm-up, 10
+    timed), 66 s; the grader stops it once the case is judged (grader/isolation/runner.py stop_timing)."""
     import dataclasses
 
     from grader.config import PerfTest
 
+    monkeypatch.setenv("GRADER_STAFF_TIMING", str(tmp_path / "staff"))  # no staff run kept from another test
     folder = ROOT / "tasks" / "22_lowbit_relu_mask"
     task = load_task(folder)
     wrong = tmp_path / "slow_and_wrong.py"
     wrong.write_text((folder / "solution.py").read_text().replace("def relu_mask(", "import time\n\n\ndef _relu_mask(")
-                     + "\n\ndef relu_mask(x, dy, mask):\n    time.sleep(4)\n"
+                     + "\n\ndef relu_mask(x, dy, mask):\n    time.sleep(6)\n"
                      "    y, packed, dx = _relu_mask(x, dy, mask)\n    return y + 1, packed, dx\n")
     perf = [PerfTest(id="speed", points=1.0, case="r1_c7", baseline=str(folder / "solution.py"), threshold=1.0,
                      devices=("cpu",), warmup=1, reps=10)]
@@ -60,7 +62,7 @@ def slow_wrong_timed(tmp_path):
 
 def check_timer_stopped(result) -> None:
     """`slow_wrong_timed`'s result: the case and the speed test fail, and the timing worker was stopped within
-    seconds of the case's verdict, long before its 44 s of calls."""
+    seconds of the case's verdict, long before its 66 s of calls."""
     from grader.isolation import runner
 
     tests = {t.name: t for t in result.tests}
@@ -69,7 +71,7 @@ def check_timer_stopped(result) -> None:
     exits = result.staff["worker_exit"]
     assert "the grader stopped the worker after" in exits and runner.STOPPED_WHY in exits, exits
     stages = result.staff["stages"]
-    assert stages["timing_worker_wall"] < min(stages["case_worker_wall"] + 10, 40), stages
+    assert stages["timing_worker_wall"] < min(stages["case_worker_wall"] + 10, 50), stages
 
 
 def write_stream(path, *frames):
