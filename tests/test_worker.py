@@ -58,17 +58,21 @@ def _python(code: str):
                           cwd=Path(__file__).resolve().parent.parent)
 
 
+SERVER_PRELOAD = ("from grader.isolation import forkserver\n"
+                  "forkserver._import(forkserver.PRELOAD)\n"
+                  "forkserver._hash('triton.runtime.cache', 'triton_key')\n"
+                  "forkserver._import_compile()\n")
+"""What the fork server does before it forks a timing worker, for the fresh-Python tests below (`_python`)."""
+
+
 def test_the_fork_servers_cuda_preload_starts_no_thread_and_no_cuda():
     """The fork server imports Dynamo and Inductor before it forks the first timing worker, and forks CUDA workers
     after that (grader/isolation/forkserver.py): safe only while those imports start no thread and no CUDA
     context, which a fork would not carry over (the driver's own initialization, which torch does not report, is
     the CUDA-only test below)."""
     code = ("import threading, torch\n"
-            "from grader.isolation import forkserver\n"
-            "forkserver._import(forkserver.PRELOAD)\n"
-            "forkserver._hash('triton.runtime.cache', 'triton_key')\n"
-            "forkserver._import_compile()\n"
-            "print(threading.active_count(), torch.cuda.is_initialized())\n")
+            + SERVER_PRELOAD
+            + "print(threading.active_count(), torch.cuda.is_initialized())\n")
     done = _python(code)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["1", "False"], done.stdout
@@ -103,11 +107,8 @@ def test_a_child_forked_after_the_compile_preload_can_use_cuda():
     """The failure the test above prevents, on a GPU: the server's imports, then a fork, then CUDA in the child
     ("Cannot re-initialize CUDA in forked subprocess" when the driver was initialized before the fork)."""
     code = ("import os, torch\n"
-            "from grader.isolation import forkserver\n"
-            "forkserver._import(forkserver.PRELOAD)\n"
-            "assert forkserver._nvml_answers()\n"
-            "forkserver._hash('triton.runtime.cache', 'triton_key')\n"
-            "forkserver._import_compile()\n"
+            + SERVER_PRELOAD
+            + "assert forkserver._nvml_answers()\n"
             "pid = os.fork()\n"
             "if pid == 0:\n"
             "    try:\n"
@@ -125,11 +126,8 @@ def test_a_child_of_the_fork_server_inherits_the_compilers_cache_keys():
     in the fork server: a child forked after it finds both computed, and hashes no file for either (the hashing
     functions are broken in the child, and the keys still come)."""
     code = ("import os\n"
-            "from grader.isolation import forkserver\n"
-            "forkserver._import(forkserver.PRELOAD)\n"
-            "forkserver._hash('triton.runtime.cache', 'triton_key')\n"
-            "forkserver._import_compile()\n"
-            "pid = os.fork()\n"
+            + SERVER_PRELOAD
+            + "pid = os.fork()\n"
             "if pid == 0:\n"
             "    import hashlib\n"
             "    import torch._inductor.codecache as codecache\n"
@@ -145,6 +143,7 @@ def test_a_child_of_the_fork_server_inherits_the_compilers_cache_keys():
     assert done.stdout.split()[-2:] == ["child", "0"], done.stdout + done.stderr[-2000:]
     # the control: without the server's hashing, the child's first call hashes (and so fails here)
     control = code.replace("forkserver._hash('triton.runtime.cache', 'triton_key')\n", "")
+    assert control != code
     done = _python(control)
     assert done.stdout.split()[-2:] == ["child", "1"], done.stdout + done.stderr[-2000:]
 

@@ -237,11 +237,10 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
     with _LIVE_LOCK:
         LIVE.add(proc.pid)
     dropped = [0]
-    key = str(folders.trusted)
     try:
         ended, quiet_s, stalled_s = _wait(proc, timeout_s, spec.stall_s, records_path, lambda: dropped.__setitem__(
             0, dropped[0] + cap_log(log_path)), spec.audit_stall_s,
-            stop=(lambda: key in _STOP_TIMING) if spec.perf else None)
+            stop=(lambda: timing_stopped(folders)) if spec.perf else None)
     finally:  # also when the wait is interrupted (a Ray task cancelled: ray_backend.py)
         try:
             os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
@@ -350,7 +349,7 @@ def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Pa
         if left <= 0:
             return "timeout", max(quiet, time.time() - last), 0.0
         if stop is not None and stop():
-            return "stopped", max(quiet, time.time() - last) if stall_s else 0.0, 0.0
+            return "stopped", max(quiet, time.time() - last), 0.0
         each()
         if not stall_s:
             if proc.wait(min(left, POLL_S)):
