@@ -327,11 +327,50 @@ def test_a_worker_is_stopped_after_the_stall_limit_of_what_it_says_it_is_doing(t
     proc = _Spawned(subprocess.Popen([sys.executable, "-c", _QUIET_WORKER, str(records), phase, str(quiet)],
                                      cwd=ROOT))
     try:
-        ended, _quiet, limit = _wait(proc, 30.0, 1.5, records, audit_stall_s=5.0)
+        ended, _quiet, limit, started = _wait(proc, 30.0, 1.5, records, audit_stall_s=5.0)
     finally:
         proc.popen.kill()
         proc.popen.wait()
-    assert (ended, limit) == expected
+    assert (ended, limit) == expected and started is not None
+
+
+_SLOW_START = """
+import os, sys, time
+from grader.protocol import Kind, RecordWriter
+time.sleep(float(sys.argv[2]))  # a fresh interpreter importing torch and triton on a loaded machine
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+RecordWriter(fd).json(Kind.STATUS, {"started": True})
+time.sleep(float(sys.argv[3]))  # the submission's own time
+"""
+
+
+@pytest.mark.parametrize("start, own, expected", [(3.0, 1.5, "ended"), (0.0, 4.0, "stalled"), (8.0, 0.0, "timeout")])
+def test_the_limits_count_from_the_workers_first_record(tmp_path, start, own, expected):
+    """grader/isolation/runner.py `_wait`: the time limit (6 s here) and the stall limit (2 s) count from the
+    worker's first record, so a start-up of 3 s followed by 1.5 s of the submission's own work ends in time (before,
+    it was stopped at 2 s, having run nothing of the submission: the CI failure of stop 61); 4 s of its own work
+    without a report is stopped at the stall limit; a worker that never writes a record is stopped once its
+    start-up takes the time limit."""
+    import subprocess
+    import sys
+
+    from grader.config import ROOT
+    from grader.isolation.runner import _Spawned, _wait
+
+    records = tmp_path / "records"
+    records.touch()
+    proc = _Spawned(subprocess.Popen([sys.executable, "-c", _SLOW_START, str(records), str(start), str(own)],
+                                     cwd=ROOT))
+    try:
+        ended, _quiet, _limit, started = _wait(proc, 6.0, 2.0, records)
+    finally:
+        proc.popen.kill()
+        proc.popen.wait()
+    assert ended == expected
+    if start < 6.0:
+        assert started is not None and started >= start
+    else:
+        assert started is None
 
 
 def test_a_job_is_judged_without_waiting_for_another_tasks_oracle(cfg, small10, monkeypatch):

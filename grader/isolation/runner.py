@@ -238,8 +238,9 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
         LIVE.add(proc.pid)
     dropped = [0]
     try:
-        ended, quiet_s, stalled_s = _wait(proc, timeout_s, spec.stall_s, records_path, lambda: dropped.__setitem__(
-            0, dropped[0] + cap_log(log_path)), spec.audit_stall_s,
+        ended, quiet_s, stalled_s, started_s = _wait(
+            proc, timeout_s, spec.stall_s, records_path,
+            lambda: dropped.__setitem__(0, dropped[0] + cap_log(log_path)), spec.audit_stall_s,
             stop=(lambda: timing_stopped(folders)) if spec.perf else None)
     finally:  # also when the wait is interrupted (a Ray task cancelled: ray_backend.py)
         try:
@@ -259,7 +260,8 @@ def run_worker(folders: JobFolders, run_id: str, spec: JobSpec, cases: list[int]
                      timed_out=timed_out, seconds=time.monotonic() - start, log=text, run_id=run_id,
                      cases=list(cases), stalled_s=stalled_s, quiet_s=round(quiet_s, 2),
                      sees_hidden=spec.sees_hidden, perf=bool(spec.perf),
-                     stopped=STOPPED_WHY if ended == "stopped" else "")
+                     stopped=STOPPED_WHY if ended == "stopped" else "", limit_s=timeout_s,
+                     started_s=None if started_s is None else round(started_s, 2))
 
 
 _STOP_TIMING: set[str] = set()
@@ -333,30 +335,47 @@ SAFE_PATH = ("-P",) if sys.version_info >= (3, 11) else ()
 
 def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Path,
           each: Callable[[], None] = lambda: None, audit_stall_s: float = 0.0,
-          stop: Callable[[], bool] | None = None) -> tuple[str, float, float]:
+          stop: Callable[[], bool] | None = None) -> tuple[str, float, float, float | None]:
     """Wait for the worker: "ended", "timeout" (still running at `timeout_s`), "stalled" (its record stream
     unchanged for `stall_s` seconds, or `audit_stall_s` while its last report says `auditing`; 0: no stall
     limit) or "stopped" (`stop()` said so: the grader needs nothing more from it), the longest stretch it went
-    without a progress report (0 without a stall limit), and the stall limit that stopped it (0 if none did).
-    The stream's time and reports are the worker's doing, so a worker can only delay its stop this way (to the
-    longer of the two limits), never past the time limit. `each` runs at every look (the log's cap)."""
+    without a progress report (0 without a stall limit), the stall limit that stopped it (0 if none did), and
+    how long it took to start (None: it never did).
+
+    Both limits count from the worker's first record (grader/worker/main.py writes it before the submission is
+    read): a fresh interpreter that takes 12 s to import torch and triton on a loaded CI machine (4 test
+    processes and 3 workers on 2 cores) does not spend the submission's time. The start itself has `timeout_s`
+    too, so a worker runs at most twice that. The stream's time and reports are the worker's doing, so a worker
+    can only delay its stop this way (to the longer of the two limits), never past the time limit. `each` runs
+    at every look (the log's cap)."""
     tail = StatusTail(status) if audit_stall_s > stall_s else None
-    start = time.monotonic()
-    last = time.time()  # the stall clock starts with the worker
+    spawned = start = time.monotonic()
+    started: float | None = None  # seconds from the spawn to the first record
+    last = time.time()
     quiet = 0.0
+
+    def quiet_so_far() -> float:
+        return max(quiet, time.time() - last) if stall_s and started is not None else 0.0
+
     while True:
+        if started is None:
+            try:
+                stat = status.stat()
+            except OSError:
+                stat = None
+            if stat is not None and stat.st_size:  # both clocks start again with the first record
+                started, start, last = time.monotonic() - spawned, time.monotonic(), stat.st_mtime
         left = timeout_s - (time.monotonic() - start)
         if left <= 0:
-            return "timeout", max(quiet, time.time() - last), 0.0
+            return "timeout", quiet_so_far(), 0.0, started
         if stop is not None and stop():
-            return "stopped", max(quiet, time.time() - last), 0.0
+            return "stopped", quiet_so_far(), 0.0, started
         each()
-        if not stall_s:
-            if proc.wait(min(left, POLL_S)):
-                return "ended", 0.0, 0.0
+        look = min(left, POLL_S, max(0.05, stall_s / 20)) if stall_s else min(left, POLL_S)
+        if proc.wait(look):
+            return "ended", quiet_so_far(), 0.0, started
+        if not stall_s or started is None:  # no stall limit, or not started yet: only the time limit
             continue
-        if proc.wait(min(left, POLL_S, max(0.05, stall_s / 20))):
-            return "ended", max(quiet, time.time() - last), 0.0
         try:
             mtime = status.stat().st_mtime
             if mtime > last:
@@ -370,7 +389,7 @@ def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Pa
             # for both, a hanging file on CUDA cost 120 s per shard, and set a class's last file).
             limit = audit_stall_s if tail is not None and tail.latest().get("auditing") else stall_s
             if quiet_now > limit:
-                return "stalled", quiet_now, limit
+                return "stalled", quiet_now, limit, started
 
 
 class _Spawned:
@@ -496,7 +515,7 @@ def run_shard(folders: JobFolders, shard: int, spec: JobSpec, cases: list[int]) 
             if run.timed_out or status.get("done") or len(runs) > MAX_RESTARTS:  # (a stall is a time-out)
                 break
             current = status.get("index")
-            if current is None and not status and early < 1 and run.returncode != 0:
+            if current is None and stream.before_loading and early < 1 and run.returncode != 0:
                 early += 1
                 continue  # died before any case (and before loading the submission): once more
             if type(current) is not int or current not in remaining:

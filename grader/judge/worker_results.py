@@ -104,7 +104,7 @@ class WorkerResults:
         status = stream.status
         at = status.get("index")
         current = self.case_ids[at] if type(at) is int and at in run.cases and at < len(self.case_ids) else None
-        if stream.problem and not status:
+        if stream.problem and stream.before_loading:
             return None, f"not run: {run.describe_exit()}; its records are garbled ({stream.problem})"
         if status.get("fatal") and current is not None:
             return None, (f"not run: the worker stopped after case {current}: the CUDA context was lost (the cases "

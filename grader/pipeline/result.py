@@ -436,6 +436,8 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
                       "worker_exit": "; ".join(f"{r.run_id}: {r.describe_exit()}" for r in runs),
                       "worker_seconds": round(max(r.seconds for r in runs), 2),
                       "worker_quiet_s": max(r.quiet_s for r in runs),
+                      # the longest start-up (spawn to first record), which no limit counts against the submission
+                      "worker_start_s": max(r.started_s or 0.0 for r in runs),
                       "workers": len(runs)})
         stages: dict[str, float] = {"judge": 0.0}
         for r in runs:  # where the workers' time went (the worker's word: statistics for the class benchmark)

@@ -165,6 +165,12 @@ class RecordStream:
                 fh.seek(start + length)
                 offset = start + length
 
+    @property
+    def before_loading(self) -> bool:
+        """Whether the worker said nothing past its first record (`started`: interpreter and grader loaded, nothing
+        of the submission read), so it died or hung before loading the submission."""
+        return not set(self.status) - {"started"}
+
     def has(self, kind: Kind, key: int = 0) -> bool:
         return (int(kind), key) in self.frames
 

@@ -39,6 +39,10 @@ class WorkerRun:
     stopped: str = ""
     """Set when the grader stopped the worker because nothing it could still record would change a verdict
     (a timing worker whose speed tests' cases had failed meanwhile): why, in the grader's words."""
+    limit_s: float = 0.0
+    """The time limit the worker ran under (0: not known)."""
+    started_s: float | None = 0.0
+    """Seconds from its spawn to its first record, after which both limits count (None: it never wrote one)."""
 
     def status(self) -> dict:
         """The run's last progress report (empty if none)."""
@@ -52,8 +56,11 @@ class WorkerRun:
         if self.stalled_s:
             return (f"the worker was stopped after {self.seconds:.0f} s: it made no progress for "
                     f"{self.stalled_s:.0f} s (grading.stall_s)")
+        if self.timed_out and self.started_s is None:
+            return (f"the worker did not start within {self.limit_s or self.seconds:.0f} s (the grader's start-up, "
+                    f"before the submission was read)")
         if self.timed_out:
-            return f"the worker was stopped at its time limit ({self.seconds:.0f} s)"
+            return f"the worker was stopped at its time limit ({self.limit_s or self.seconds:.0f} s)"
         if self.returncode is not None and self.returncode < 0:
             try:
                 name = signal.Signals(-self.returncode).name

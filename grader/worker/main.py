@@ -657,6 +657,10 @@ def main(job_file: Path, records_fd: int) -> int:
     if job.sandbox and not _single_threaded():
         sandbox.go_on_in_a_child()  # `python -m grader.worker.main` has a thread or two by now; a forked child has one
     records = RecordWriter(records_fd)
+    # The first record: the interpreter, torch, triton and the grader are loaded and nothing of the submission has
+    # run. The runner's time and stall limits count from it (grader/isolation/runner.py `_wait`), so a fresh
+    # interpreter's start on a loaded machine is not the submission's time.
+    records.json(Kind.STATUS, {"started": True})
     device = job.device
     stages = Stages()
     t_main = time.perf_counter()
