@@ -10,13 +10,15 @@ import sys
 import threading
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.config import ROOT, ConfigError, discover_tasks, load_config
 from grader.gates.intake import IntakeError, read_submitted, shown, student_id, task_files
 from grader.gates.notebook import Notebook, NotebookFolder, is_notebook
-from grader.pipeline.grading import Job, TaskResult, grade_jobs, resolve_device
-from grader.pipeline.result import refused_result
 from grader.results import escape, report
+
+if TYPE_CHECKING:
+    from grader.pipeline.grading import TaskResult
 
 SOME_FAILED = 3
 """The exit code of `batch`, `grade-dir` and `similarity` when every report was written but some students' files
@@ -224,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
         for path in leaderboard.write(out, hw, board):
             print(f"wrote {path}")
         return 0
+
+    # The grading commands from here on load torch and Triton (4-5 s); the ones above (submit, tokens, tasks,
+    # similarity, leaderboard) answer without them.
+    from grader.pipeline.grading import Job, grade_jobs, resolve_device
+    from grader.pipeline.result import refused_result
 
     device = resolve_device(args.device or cfg.device)
     if args.command == "serve":

@@ -106,29 +106,11 @@ def test_hidden_cases_exist_and_are_proven():
             assert set(hidden) <= caught, f"{task.id}: no wrong/ file fails {sorted(set(hidden) - caught)}"
 
 
-def test_kit_grades_a_correct_file_to_every_public_point(kits, tmp_path):
-    kit = kits[HOMEWORK]
-    task = TASKS["10_quantize_global_int8"]
-    mine = tmp_path / "alice" / "10_quantize_global_int8.py"
-    mine.parent.mkdir()
-    shutil.copyfile(task.folder / "solution.py", mine)
-    done = _grader(kit, "grade", "--task", task.id, str(mine), "--device", "cpu", "--json", str(tmp_path / "r.json"))
-    assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads((tmp_path / "r.json").read_text())
-    public = round(task.autotune_points + sum(c.points for c in task.cases if c.visibility == "public"), 6)
-    assert result["score"] == result["max_score"] == public < task.points
-    hidden = sum(c.visibility != "public" for c in task.cases)
-    assert result["withheld"]["cases"] == hidden and f"{hidden} hidden case" in done.stdout
-    assert "graded after you submit" in done.stdout
-    # the kit's grade also says why a file fails: the skeleton earns nothing
-    done = _grader(kit, "grade", "--task", task.id, str(kit / "tasks" / task.id / "skeleton.py"), "--device", "cpu")
-    assert done.returncode == 1 and "score: 0 /" in done.stdout and "FAIL" in done.stdout
-
-
 def test_the_kit_installs_a_command_that_grades_from_any_folder(kits, tmp_path):
     """The kit's own setup.sh, run as a student runs it, makes a fresh venv (Python 3.11's comes with setuptools 65
-    and no `wheel`) with the `triton-grader` command, which then grades from another folder. On 1824752 this venv
-    got no command: the editable install failed with "invalid command 'bdist_wheel'", and setup.sh blamed a
+    and no `wheel`) with the `triton-grader` command, which then grades from another folder: a correct file to
+    every public point (the hidden cases withheld, and said so), the skeleton to 0 with what fails. On 1824752 this
+    venv got no command: the editable install failed with "invalid command 'bdist_wheel'", and setup.sh blamed a
     missing setuptools. Here PY is this test's python, which has torch and triton: the venv sees them through a
     .pth file (as on a GPU box, or from a conda environment), so nothing large is installed."""
     kit = tmp_path / "kit"
@@ -143,11 +125,26 @@ def test_the_kit_installs_a_command_that_grades_from_any_folder(kits, tmp_path):
     assert "ready: torch" in done.stdout
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    skeleton = kit / "tasks" / "10_quantize_global_int8" / "skeleton.py"
-    done = subprocess.run([str(kit / ".venv" / "bin" / "triton-grader"), "grade", "--task", "10_quantize_global_int8",
-                           str(skeleton), "--device", "cpu"], cwd=elsewhere, capture_output=True, text=True,
-                          timeout=600, env=env)
-    assert done.returncode == 1 and "score: 0 /" in done.stdout, done.stdout + done.stderr
+    task = TASKS["10_quantize_global_int8"]
+    mine = elsewhere / "alice" / f"{task.id}.py"
+    mine.parent.mkdir()
+    shutil.copyfile(task.folder / "solution.py", mine)
+
+    def grade(file: Path, *more: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(kit / ".venv" / "bin" / "triton-grader"), "grade", "--task", task.id, str(file),
+                               "--device", "cpu", *more], cwd=elsewhere, capture_output=True, text=True,
+                              timeout=600, env=env)
+
+    done = grade(mine, "--json", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "r.json").read_text())
+    public = round(task.autotune_points + sum(c.points for c in task.cases if c.visibility == "public"), 6)
+    assert result["score"] == result["max_score"] == public < task.points
+    hidden = sum(c.visibility != "public" for c in task.cases)
+    assert result["withheld"]["cases"] == hidden and f"{hidden} hidden case" in done.stdout
+    assert "graded after you submit" in done.stdout
+    done = grade(kit / "tasks" / task.id / "skeleton.py")  # the kit's grade also says why a file fails
+    assert done.returncode == 1 and "score: 0 /" in done.stdout and "FAIL" in done.stdout, done.stdout + done.stderr
 
 
 def test_release_refuses_a_bad_homework(tmp_path):
