@@ -24,6 +24,7 @@ from grader.course import gradescope, leaderboard
 from grader.course.batch import run_batch
 from grader.course.similarity import similarity_report
 from grader.gates.intake import student_id
+from grader.pipeline import grading
 from grader.results import TaskResult, escape
 from grader.results import TestResult as Result  # pytest collects no Test* name
 
@@ -270,7 +271,7 @@ def test_grade_and_grade_dir_print_no_escape_sequence(command, tmp_path, monkeyp
     folder.mkdir()
     (folder / f"{T10}.py").write_text("# any\n")
     (folder / "\x1b[1Aforged\u202e.py").write_text("# not a task\n")
-    monkeypatch.setattr(cli, "grade_jobs", _fake_grade_jobs)
+    monkeypatch.setattr(grading, "grade_jobs", _fake_grade_jobs)
     args = (["grade", "--task", T10, str(folder / f"{T10}.py"), "--json", str(tmp_path / "out" / "r.json")]
             if command == "grade" else ["grade-dir", str(folder), "--out", str(tmp_path / "out")])
     cli.main([*args, "--device", "cpu", "--staff"])

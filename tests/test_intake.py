@@ -58,7 +58,7 @@ class KeyGrader:
 @pytest.fixture
 def key_grader(monkeypatch) -> KeyGrader:
     fake = KeyGrader()
-    monkeypatch.setattr(cli, "grade_jobs", fake)
+    monkeypatch.setattr(grading, "grade_jobs", fake)
     monkeypatch.setattr(grading, "grade_jobs", fake)  # gradescope.run imports it from there
     monkeypatch.setattr(batch, "grader_version", lambda *args: "v")
     return fake

@@ -15,6 +15,7 @@ from grader.course import batch
 from grader.course.batch import run_batch
 from grader.gates import static
 from grader.gates.notebook import Notebook, NotebookFolder
+from grader.pipeline import grading
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
 from grader.results import report
 
@@ -239,7 +240,7 @@ def test_batch_and_grade_dir_find_the_notebook(tmp_path, monkeypatch, cfg):
     assert seen == []
 
     # grade-dir: the same discovery (every task of the course the notebook defines)
-    monkeypatch.setattr(cli, "grade_jobs", fake_grade)
+    monkeypatch.setattr(grading, "grade_jobs", fake_grade)
     assert cli.main(["grade-dir", str(root / "ann"), "--out", str(tmp_path / "checks"), "--device", "cpu"]) == 0
     assert sorted(j.task.id for j in seen) == [P01, P02, P03]
     assert {j.task.id: j.submission.suffix for j in seen} == {P01: ".ipynb", P02: ".ipynb", P03: ".py"}
