@@ -344,43 +344,48 @@ def test_a_batch_killed_mid_class_resumes_where_it_stopped(tmp_path):
         (ROOT / "tasks" / PUZZLES[0] / "wrong" / "plus_one.py").read_bytes())  # bob: one puzzle fails
     jobs = 3 * len(PUZZLES)
 
-    out, log = tmp_path / "killed", tmp_path / "killed.log"
-    proc = _batch(root, out, "--workers", "1", log=log)
-    deadline, recorded = time.monotonic() + 300, []
+    whole = tmp_path / "uninterrupted"  # the batch to compare with, run beside the killed one (they share nothing)
+    uninterrupted = _batch(root, whole, log=tmp_path / "whole.log")
     try:
-        while proc.poll() is None and time.monotonic() < deadline:
-            if any(not p.name.endswith(".staff.json") for p in out.glob("*/*.json")):  # a result on disk:
-                try:
-                    recorded = _ledger_rows(out)  # its ledger row follows it
-                except sqlite3.Error:  # the ledger is being created
-                    pass
-                if recorded:
-                    break
-            time.sleep(0.02)
+        out, log = tmp_path / "killed", tmp_path / "killed.log"
+        proc = _batch(root, out, "--workers", "1", log=log)
+        deadline, recorded = time.monotonic() + 300, []
+        try:
+            while proc.poll() is None and time.monotonic() < deadline:
+                if any(not p.name.endswith(".staff.json") for p in out.glob("*/*.json")):  # a result on disk:
+                    try:
+                        recorded = _ledger_rows(out)  # its ledger row follows it
+                    except sqlite3.Error:  # the ledger is being created
+                        pass
+                    if recorded:
+                        break
+                time.sleep(0.02)
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # gone already when it finished first
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        assert recorded, f"no job recorded before the batch ended (exit {proc.returncode}): {log.read_text()[-3000:]}"
+        judged = log.read_text().count("\n  score: ")  # the summary batch prints once a job is judged
+        assert judged < jobs, f"the batch recorded nothing until its last job was judged ({judged} of {jobs})"
+        kept = _ledger_rows(out)
+        assert 1 <= len(kept) < jobs
+        for student, task in kept:  # every ledger row has its files, whole
+            assert json.loads((out / student / f"{task}.json").read_text())["task"] == task
+            assert json.loads((out / student / f"{task}.staff.json").read_text())["task"] == task
+
+        text = _finish(_batch(root, out, log=tmp_path / "rerun.log"), tmp_path / "rerun.log")
+        assert f"graded {jobs - len(kept)} new submission(s)" in text, text[-3000:]
+        rows = _ledger_rows(out)
+        assert sorted(rows) == sorted((s, t) for s in ("ann", "bob", "cid") for t in PUZZLES)  # one row per job
+        assert rows[:len(kept)] == kept
+        text = _finish(uninterrupted, tmp_path / "whole.log")
+        assert f"graded {jobs} new submission(s)" in text
+        assert (out / "gradebook.csv").read_text() == (whole / "gradebook.csv").read_text()
+        assert "bob,0.0,1.0" in (whole / "gradebook.csv").read_text()  # the wrong puzzle scored 0 (a real grading)
     finally:
-        with contextlib.suppress(ProcessLookupError):  # gone already when it finished first
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    assert recorded, f"no job recorded before the batch ended (exit {proc.returncode}): {log.read_text()[-3000:]}"
-    judged = log.read_text().count("\n  score: ")  # the summary batch prints once a job is judged
-    assert judged < jobs, f"the batch recorded nothing until its last job was judged ({judged} of {jobs})"
-    kept = _ledger_rows(out)
-    assert 1 <= len(kept) < jobs
-    for student, task in kept:  # every ledger row has its files, whole
-        assert json.loads((out / student / f"{task}.json").read_text())["task"] == task
-        assert json.loads((out / student / f"{task}.staff.json").read_text())["task"] == task
-
-    text = _finish(_batch(root, out, log=tmp_path / "rerun.log"), tmp_path / "rerun.log")
-    assert f"graded {jobs - len(kept)} new submission(s)" in text, text[-3000:]
-    rows = _ledger_rows(out)
-    assert sorted(rows) == sorted((s, t) for s in ("ann", "bob", "cid") for t in PUZZLES)  # one row per job
-    assert rows[:len(kept)] == kept
-
-    whole = tmp_path / "uninterrupted"
-    text = _finish(_batch(root, whole, log=tmp_path / "whole.log"), tmp_path / "whole.log")
-    assert f"graded {jobs} new submission(s)" in text
-    assert (out / "gradebook.csv").read_text() == (whole / "gradebook.csv").read_text()
-    assert "bob,0.0,1.0" in (whole / "gradebook.csv").read_text()  # the wrong puzzle scored 0 (a real grading)
+        if uninterrupted.poll() is None:  # a failed assertion above leaves no batch running
+            os.killpg(uninterrupted.pid, signal.SIGKILL)
+            uninterrupted.wait()
 
 
 def test_a_results_folder_holds_one_class(setup, task10, tmp_path):
