@@ -364,7 +364,8 @@ def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Pa
             except OSError:
                 stat = None
             if stat is not None and stat.st_size:  # both clocks start again with the first record
-                started, start, last = time.monotonic() - spawned, time.monotonic(), stat.st_mtime
+                start, last = time.monotonic(), stat.st_mtime
+                started = start - spawned
         left = timeout_s - (time.monotonic() - start)
         if left <= 0:
             return "timeout", quiet_so_far(), 0.0, started
