@@ -162,11 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("release", "gradescope", "gradescope-run"):
         return _course(args)
     if args.command == "submit":  # a student's machine: no task or config is read
-        from grader.course.submit import submit
+        from grader.server.client import submit
 
         return submit(args.server, args.token, args.task, args.file, args.json, wait=not args.no_wait)
     if args.command == "tokens":
-        from grader.course.tokens import TokenError, make_tokens
+        from grader.server.tokens import TokenError, make_tokens
 
         try:
             n = make_tokens(args.roster, args.out, args.staff)
@@ -411,9 +411,9 @@ def _course(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, cfg, tasks: dict, device: str) -> int:
-    from grader.course.server import Server, ServerConfig
-    from grader.course.server_app import serve
-    from grader.course.tokens import TokenBook, TokenError
+    from grader.server.app import serve
+    from grader.server.service import Server, ServerConfig
+    from grader.server.tokens import TokenBook, TokenError
 
     if not _known_homework(args.homework, cfg):
         return 2

@@ -132,3 +132,25 @@ def test_bench_server_prints_the_idle_and_burst_latencies() -> None:
             line.startswith("| burst")]
     assert [(r[1].strip().split(",")[0], r[2].strip()) for r in rows] == [("idle", "1"), ("burst", "2")], done.stdout
     assert all(float(r[3]) > 0 for r in rows), done.stdout
+
+
+def test_bench_server_smoke_prints_every_row_and_the_goals() -> None:
+    """scripts/bench_server.py --smoke (the CPU, a puzzle, tiny counts): `grade` alone, the warmed-up server's memory,
+    the idle and burst rows, and the lines of ratios against their goals."""
+    done = subprocess.run([sys.executable, "scripts/bench_server.py", "--smoke"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    table = [line.split("|") for line in done.stdout.splitlines() if line.startswith("| ")]
+    rows = {r[1].strip(): r for r in table[2:]}  # after the header and its rule
+    assert [r for r in rows if not r.startswith("server memory")] == [
+        "grade, one file alone, wall", "grade, one file alone, core-seconds", "warm-up, the server's first file",
+        "idle, one at a time", "burst, 2 students", "last verdict of the burst", "each student's first verdict (burst)",
+        "complete, speed tier timed (burst)"], done.stdout
+    counts = {name: int(r[2]) for name, r in rows.items()}
+    assert counts["grade, one file alone, wall"] == 1 and counts["idle, one at a time"] == 2, done.stdout
+    assert counts["burst, 2 students"] == 4 and counts["each student's first verdict (burst)"] == 2, done.stdout
+    assert all(float(r[3]) > 0 for r in rows.values()), done.stdout
+    assert float(rows["server memory after warm-up"][3]) > 0 and "server memory after the burst" in rows, done.stdout
+    for words in ("idle p50 / grade's latency: ", "last verdict / floor: ",
+                  "each student's first verdict within 90 s: yes", "server memory: "):
+        assert words in done.stdout, done.stdout

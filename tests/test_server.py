@@ -12,7 +12,7 @@ import shutil
 import pytest
 from server_support import SKELETON, SOLUTION, TASK, Served, submit_cli, variant  # noqa: E402
 
-from grader.course.server import Queue  # noqa: E402
+from grader.server.service import Queue  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +194,7 @@ def test_a_token_never_reads_as_an_option(tmp_path):
     `secrets.token_urlsafe`'s; seen in a fresh clone's test run): `grader tokens` makes none, and `submit` still
     reads one that a TOKENS.csv from before holds."""
     from grader.cli import _joined_token, build_parser
-    from grader.course.tokens import make_tokens, new_token, read_tokens
+    from grader.server.tokens import make_tokens, new_token, read_tokens
 
     assert not any(new_token().startswith("-") for _ in range(3000))  # 3000 unfiltered: P(none) = 3e-21
     roster = tmp_path / "roster.csv"

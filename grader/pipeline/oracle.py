@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import sys
 import zlib
@@ -42,6 +43,7 @@ class Prepared:
         check."""
         self._cases: dict[str, list[judge.CaseData]] = {}
         self._answered: set[str] = set()
+        self._keys: dict[str, str] = {}
 
     @staticmethod
     def _oracle(task: TaskSpec):
@@ -89,7 +91,13 @@ class Prepared:
                             "twins": [None if c.twin is None else {"expected": list(c.twin.expected),
                                                                    "ranges": judge.ranges_of(task, c.twin)}
                                       for c in cases]}, path)
+                self._keys[task.id] = hashlib.sha256(path.read_bytes()).hexdigest()
             self._answered.add(task.id)
+
+    def answers_key(self, task: TaskSpec) -> str:
+        """The sha256 of the answers file (once answered with `save_answers`): what a judge process keys the
+        cases it read by, so that its cache holds each content once, whatever folder it came from."""
+        return self._keys.get(task.id, "")
 
     def case_paths(self, task: TaskSpec) -> dict[int, Path]:
         return {i: self.tree.case_file(task.id, i) for i in range(len(task.cases))}

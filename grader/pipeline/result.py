@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import cProfile
 import datetime as dt
@@ -36,7 +37,10 @@ from grader.protocol import (
 from grader.results import TaskResult, TestResult
 from grader.results.outcome import Outcome
 
-_JUDGE_CASES: dict[tuple, list[judge.CaseData]] = {}
+JUDGE_CACHE = 12
+"""The most tasks' cases a judge process keeps (a homework has up to 12 tasks): a server judging for weeks holds
+at most these, however many submissions and grading runs it sees."""
+_JUDGE_CASES: collections.OrderedDict[tuple, list[judge.CaseData]] = collections.OrderedDict()
 
 SUITE = Path(__file__).parents[1] / "judge" / "suite.py"
 AUTOLOAD_ENV = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
@@ -76,12 +80,15 @@ def judge_job(job: Job, folders: JobFolders, ctx: GradingContext, runs: list[Wor
 def judge_job_apart(job: Job, folders: JobFolders, report: static.StaticReport, device: str,
                     runs: list[WorkerRun], backend: str, case_files: dict[int, Path], answers: Path,
                     staff_records: Path | None = None, tritons: Tritons | None = None,
-                    speed_pending: bool = False) -> TaskResult:
+                    speed_pending: bool = False, answers_key: str = "") -> TaskResult:
     """`judge_job` in a judge process of a pool: it reads the inputs the workers got and the oracle's answers
-    (once per task and process). Like the main process, it never imports a submission."""
+    (once per content and process: `answers_key`, the answers file's sha256, else its path; the JUDGE_CACHE most
+    recent kept). Like the main process, it never imports a submission."""
     try:
-        key = (job.task.id, device, str(answers))
-        if key not in _JUDGE_CASES:
+        key = (job.task.id, device, answers_key or str(answers))
+        if key in _JUDGE_CASES:
+            _JUDGE_CASES.move_to_end(key)
+        else:
             saved = torch.load(answers, weights_only=True)
             cases = []
             for i in range(len(case_files)):
@@ -96,6 +103,8 @@ def judge_job_apart(job: Job, folders: JobFolders, report: static.StaticReport, 
                 cases.append(judge.CaseData(sent["id"], list(sent["args"]), dict(sent["kwargs"]), expected,
                                             twin=twin if answer is not None else None))
             _JUDGE_CASES[key] = cases
+            while len(_JUDGE_CASES) > JUDGE_CACHE:
+                _JUDGE_CASES.popitem(last=False)
     except Exception as exc:  # noqa: BLE001
         return grader_failure(job, device, exc, runs)
     ctx = GradingContext(job.task, device, report, _JUDGE_CASES[key], None, backend, tritons or Tritons(),

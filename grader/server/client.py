@@ -1,5 +1,5 @@
 """`triton-grader submit --server URL --token TOKEN --task TASK FILE [--json OUT] [--no-wait]`: hand a file in to
-the course's submission server (grader/course/server.py) and wait for its verdict.
+the course's submission server (grader/server/service.py) and wait for its verdict.
 
 Exit codes: 0 once graded (whatever the score), or with --no-wait once the server has stored the file; 2 when the
 server refuses it (no or a wrong token, attempts used up, past the late limit, too large, unknown task), with the
@@ -24,6 +24,31 @@ def _reason(response) -> str:
     except ValueError:
         detail = None
     return str(detail) if detail else f"HTTP {response.status_code}"
+
+
+def _wait(client, sid: int, until, end: float, poll_s: float, out) -> dict | None:
+    """Poll a submission until `until(state)`, printing each new state line (the place in the queue, the
+    estimated wait); None when the server cannot answer or the time is up (said on stderr)."""
+    last = ""
+    while True:
+        response = client.get(f"/api/submissions/{sid}")
+        if response.status_code != 200:
+            print(f"the server answered: {escape.terminal(_reason(response))}", file=sys.stderr)
+            return None
+        s = response.json()
+        if until(s):
+            return s
+        line = s["state"]
+        if s["state"] == "queued" and s.get("position") is not None:
+            line += f" ({s['position']} ahead of you" + (f", a verdict in about {s['wait_s']:.0f} s)"
+                                                         if s.get("wait_s") is not None else ")")
+        if line != last and s["state"] not in ("graded", "failed"):
+            print(line, file=out, flush=True)
+            last = line
+        if time.monotonic() > end:
+            print("not graded in time: see it later with the page or /api/results", file=sys.stderr)
+            return None
+        time.sleep(poll_s)
 
 
 def submit(server: str, token: str, task: str, file: Path, json_out: Path | None = None, wait: bool = True,
@@ -54,24 +79,17 @@ def submit(server: str, token: str, task: str, file: Path, json_out: Path | None
             if not wait:
                 return 0
             end = time.monotonic() + timeout_s
-            last = ""
-            while True:
-                response = client.get(f"/api/submissions/{stored['id']}")
-                if response.status_code != 200:
-                    print(f"the server answered: {escape.terminal(_reason(response))}", file=sys.stderr)
+            s = _wait(client, stored["id"], lambda s: s["state"] in ("graded", "failed"), end, poll_s, out)
+            if s is None:
+                return UNREACHABLE
+            if s["state"] == "graded" and s.get("speed") == "pending":
+                print("graded (the cases; speed: pending)", file=out)
+                print(s.get("report", ""), file=out, flush=True)
+                print("speed: pending: the speed tests are being timed; waiting for them (Ctrl-C leaves: the page "
+                      "and /api/results show them)", file=out, flush=True)
+                s = _wait(client, stored["id"], lambda s: s.get("speed") != "pending", end, poll_s, out)
+                if s is None:
                     return UNREACHABLE
-                s = response.json()
-                line = s["state"] + (f" ({s['position']} ahead of you)" if s.get("position") else "")
-                if line != last and s["state"] not in ("graded", "failed"):
-                    print(line, file=out, flush=True)
-                    last = line
-                if s["state"] in ("graded", "failed"):
-                    break
-                if time.monotonic() > end:
-                    print(f"not graded after {timeout_s:.0f} s: see it later with the page or /api/results",
-                          file=sys.stderr)
-                    return UNREACHABLE
-                time.sleep(poll_s)
     except httpx.HTTPError as exc:
         print(f"the server at {escape.terminal(base)} cannot be reached: {type(exc).__name__}: "
               f"{escape.terminal(str(exc))}", file=sys.stderr)

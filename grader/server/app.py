@@ -10,6 +10,7 @@
     GET  /api/staff/gradebook.csv          staff: the gradebook, from the ledger
     GET  /api/staff/canvas.csv             staff: the gradebook's totals for Canvas's import (grader/course/canvas.py)
     POST /api/staff/pause, /api/staff/resume   staff: stop or go on taking submissions off the queue
+    POST /api/staff/regrade[?task=T]       staff: grade each student's latest file again, below every student's
     GET  /                                 the student's page; GET /staff: the staff's
 
 A student sees only their own submissions: another's id answers 404, as one that does not exist.
@@ -21,9 +22,9 @@ from fastapi import FastAPI, Header, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from grader.course.batch import CANVAS
-from grader.course.server import Refused, Server
-from grader.course.server_page import STAFF_PAGE, STUDENT_PAGE
 from grader.gates.intake import MAX_NOTEBOOK_BYTES
+from grader.server.pages import STAFF_PAGE, STUDENT_PAGE
+from grader.server.service import Refused, Server
 
 BODY_LIMIT = MAX_NOTEBOOK_BYTES
 """The largest request body read (a notebook's limit); a .py's own limit is the server's check after."""
@@ -109,16 +110,14 @@ def create_app(server: Server) -> FastAPI:
     @app.get("/api/staff/gradebook.csv")
     def gradebook(authorization: str | None = Header(None)):
         who(authorization, staff=True)
-        if not (server.out / "gradebook.csv").is_file():  # written after each batch; before the first, made now
-            server._publish(set())
+        server.fresh_views()  # written off the grading path; made now if a verdict came since
         return PlainTextResponse((server.out / "gradebook.csv").read_text(), media_type="text/csv")
 
     @app.get("/api/staff/canvas.csv")
     def canvas_csv(authorization: str | None = Header(None)):
         who(authorization, staff=True)
         path = server.out / CANVAS
-        if not path.is_file():  # written after each batch, as gradebook.csv; before the first, made now
-            server._publish(set())
+        server.fresh_views()
         return Response(path.read_bytes(), media_type="text/csv")  # as written: CRLF line ends, as Canvas's own
 
     @app.post("/api/staff/pause")
@@ -131,9 +130,14 @@ def create_app(server: Server) -> FastAPI:
     def resume(authorization: str | None = Header(None)) -> dict:
         who(authorization, staff=True)
         server.paused = False
-        with server.queue.wake:
-            server.queue.wake.notify_all()
         return {"paused": False}
+
+    @app.post("/api/staff/regrade")
+    def regrade(task: str | None = None, authorization: str | None = Header(None)) -> dict:
+        who(authorization, staff=True)
+        if task is not None and task not in server.hw.tasks:
+            raise HTTPException(404, f"{server.hw.id} has no task {task!r}")
+        return server.regrade(task)
 
     @app.get("/", response_class=HTMLResponse)
     def page() -> str:

@@ -2,7 +2,7 @@
 
 ROSTER.csv has a `student` column (other columns are ignored). TOKENS.csv gets `student,token,role`: one random,
 URL-safe token per student (role `student`) and one per `--staff NAME` (role `staff`: the queue, the gradebook).
-The TA hands each student their line. The server (grader/course/server.py) reads TOKENS.csv when it starts and
+The TA hands each student their line. The server (grader/server/service.py) reads TOKENS.csv when it starts and
 keeps only each token's SHA-256: neither its database nor its logs hold a token.
 """
 
