@@ -12,7 +12,8 @@
 #                                                      # process, and each pair's ratio: the box's drift between
 #                                                      # runs (up to 20%) falls on both trees alike
 #     bash scripts/gpu_session.sh pytest TESTS...      # pytest on the box (the CUDA-only tests)
-#     bash scripts/gpu_session.sh server [TASK IDLE BURST]   # the server's latency (bench_server.py)
+#     bash scripts/gpu_session.sh server [TASK IDLE BURST GRADE_RUNS]   # the server (bench_server.py): idle
+#                                                      # and burst in separate calls fit the 10-minute limit
 # `compare` also measures the tree in .before/ (an older commit: `git archive REV | tar -x -C .before`, and
 # /.before/ in .git/info/exclude), with this tree's benchmark scripts, when that folder exists.
 # Logs go to $OUT (what the device tool brings back).
@@ -84,7 +85,8 @@ compare)
     grep -v '^trace\|^student\|^\[' "$OUT/after.log" | tail -70 ;;
 server)
     python3 scripts/bench_server.py --device cuda --homework hw4_int8 --task "${1:-10_quantize_global_int8}" \
-        --idle "${2:-20}" --burst "${3:-100}" --students 20 --keep /tmp/bench-server > "$OUT/server_bench.log" 2>&1
+        --idle "${2:-10}" --burst "${3:-100}" --students 20 --grade-runs "${4:-3}" --keep /tmp/bench-server \
+        > "$OUT/server_bench.log" 2>&1
     echo "bench_server rc=$? in $(( $(date +%s) - start )) s"
     tail -40 "$OUT/server_bench.log"
     cp /tmp/bench-server/server.log "$OUT/server.log" 2>/dev/null ;;

@@ -82,3 +82,37 @@ def test_a_class_graded_across_two_nodes_gets_the_local_verdicts(cluster, task10
     assert right.staff["backend"] == wrong.staff["backend"] == "ray"
     assert right.score == right.max_score and wrong.score < wrong.max_score
     assert "out-of-bounds write" in {t.name: t for t in wrong.tests}["n1023_fp32"].message
+
+
+def test_the_server_grades_submissions_on_both_nodes(cluster, tmp_path, tmp_path_factory):
+    """`serve --backend ray --address ...`: the server's one queue feeds the cluster's nodes; each submission is
+    recorded once, with the local verdict, and its workers ran on the cluster (its staff JSON names their nodes)."""
+    import json
+    import subprocess
+    import sys
+
+    from server_support import SKELETON, SOLUTION, TASK, Served, make_tokens, variant
+
+    tokens, tok = make_tokens(tmp_path_factory)
+    served = Served(tmp_path, tokens, "--backend", "ray", "--address", cluster.address)
+    served.start("--workers", "4")
+    try:
+        files = [("ann", variant(SOLUTION, 1, tmp_path)), ("bob", variant(SOLUTION, 2, tmp_path)),
+                 ("cid", SKELETON), ("ann", variant(SOLUTION, 3, tmp_path))]
+        procs = [subprocess.Popen([sys.executable, "-m", "grader", "submit", "--server", served.url, "--token",
+                                   tok[who], "--task", TASK, str(f), "--no-wait"], stdout=subprocess.PIPE, text=True)
+                 for who, f in files]
+        assert all(p.wait(120) == 0 for p in procs)
+        for who, n in (("ann", 2), ("bob", 1), ("cid", 1)):
+            subs = served.wait_graded(tok[who], n, timeout=300)
+            assert all(s["state"] == "graded" for s in subs), subs
+            assert all(s["score"] == (0.0 if who == "cid" else 1.0) for s in subs), subs
+        nodes = set()
+        for staff in (served.data / "results").glob("*/attempts/*.staff.json"):
+            data = json.loads(staff.read_text())
+            assert data["staff"]["backend"] == "ray", staff
+            nodes |= set(data["staff"].get("nodes", []))
+        alive = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+        assert nodes == alive and len(nodes) == 2, (nodes, alive)
+    finally:
+        served.stop()

@@ -46,10 +46,20 @@ def _remote_shard(payload: dict, *case_bytes: bytes) -> dict:
         for run in runs:
             data = {k: v for k, v in asdict(run).items() if k != "records"}
             data["records_bytes"] = run.records.read_bytes() if run.records and run.records.is_file() else None
+            data["node"] = _node_id()
             out.append(data)
         return {"runs": out}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _node_id() -> str:
+    import ray
+
+    try:
+        return str(ray.get_runtime_context().get_node_id())
+    except Exception:  # noqa: BLE001 - not in a Ray task (a test calling the function itself)
+        return ""
 
 
 def gpu_share(nodes: list[dict]) -> float:

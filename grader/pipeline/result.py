@@ -448,6 +448,8 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
                       # the longest start-up (spawn to first record), which no limit counts against the submission
                       "worker_start_s": max(r.started_s or 0.0 for r in runs),
                       "workers": len(runs)})
+        if any(r.node for r in runs):  # the Ray backend: which nodes ran this job's workers
+            staff["nodes"] = sorted({r.node for r in runs if r.node})
         stages: dict[str, float] = {"judge": 0.0}
         for r in runs:  # where the workers' time went (the worker's word: statistics for the class benchmark)
             kind = "timing_worker" if r.perf else "case_worker"

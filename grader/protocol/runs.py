@@ -41,6 +41,8 @@ class WorkerRun:
     (a timing worker whose speed tests' cases had failed meanwhile): why, in the grader's words."""
     limit_s: float = 0.0
     """The time limit the worker ran under (0: not known)."""
+    node: str = ""
+    """The Ray node the worker ran on (the Ray backend; "" for a local worker)."""
     started_s: float | None = 0.0
     """Seconds from its spawn to its first record, after which both limits count (None: it never wrote one)."""
 

@@ -61,7 +61,8 @@ async function refresh() {
   body.replaceChildren();
   for (const s of mine.submissions.slice().reverse()) {
     const score = s.score === null || s.score === undefined ? "" : s.score + " / " + s.max_score;
-    body.appendChild(row([s.id, s.task, s.filename, s.submitted_at, s.state, score]));
+    body.appendChild(row([s.id, s.task, s.filename, s.submitted_at,
+                          s.state + (s.speed === "pending" ? " (speed: pending)" : ""), score]));
   }
   return mine;
 }
@@ -110,18 +111,33 @@ async function submit() {
                   {method: "POST", body: await file.arrayBuffer()});
   } catch (e) { say("error", e.message); return; }
   say("state", "submission " + s.id + ": " + s.state);
+  const verdict = (s) => "submission " + s.id + ": " + s.state + (s.score !== null && s.score !== undefined
+      ? ", score " + s.score + " / " + s.max_score : "") + (s.speed === "pending" ? " (speed: pending)" : "")
+      + (s.error ? ": " + s.error : "");
   for (;;) {
     s = await api("/api/submissions/" + s.id);
-    const where = s.state === "queued" && s.position !== undefined ? " (" + s.position + " ahead of you)" : "";
+    let where = "";
+    if (s.state === "queued" && s.position !== undefined) {
+      where = " (" + s.position + " ahead of you" + (s.wait_s !== null && s.wait_s !== undefined
+          ? ", a verdict in about " + Math.round(s.wait_s) + " s" : "") + ")";
+    }
     say("state", "submission " + s.id + ": " + s.state + where);
     if (s.state === "graded" || s.state === "failed") break;
     await new Promise((r) => setTimeout(r, 1000));
   }
-  say("state", "submission " + s.id + ": " + s.state + (s.score !== null && s.score !== undefined
-      ? ", score " + s.score + " / " + s.max_score : "") + (s.error ? ": " + s.error : ""));
+  say("state", verdict(s));
   say("report", s.report || "");
   await showPictures(s);
   await refresh();
+  while (s.state === "graded" && s.speed === "pending") {  // the speed tests are timed after the verdict
+    await new Promise((r) => setTimeout(r, 2000));
+    s = await api("/api/submissions/" + s.id);
+    if (s.speed !== "pending") {
+      say("state", verdict(s));
+      say("report", s.report || "");
+      await refresh();
+    }
+  }
 }
 $("signin-button").addEventListener("click", signIn);
 $("submit-button").addEventListener("click", submit);
