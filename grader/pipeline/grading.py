@@ -460,7 +460,7 @@ class GradingRun:
 
     def warm(self, tasks: list[TaskSpec]) -> None:
         """The staff's warm-up runs of tasks not warmed yet in this run (CUDA, sandboxed workers)."""
-        tasks = [t for t in dict.fromkeys(tasks) if t.id not in self.warmed]
+        tasks = [t for t in tasks if t.id not in self.warmed]  # (warm_shared_cache takes each task once)
         if tasks:
             self.warmed |= {t.id for t in tasks}
             warm_shared_cache(tasks, self.device, self.cfg, self.prepared, self.tree, self.pool)
