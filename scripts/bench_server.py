@@ -184,7 +184,10 @@ class Measured:
     warmup: list[Sample] = field(default_factory=list)
     memory: dict[str, Memory] = field(default_factory=dict)  # "after warm-up", "after the burst"
     idle: list[Sample] = field(default_factory=list)
+    idle_busy: list[float] = field(default_factory=list)  # the machine's busy core-s from upload to complete
     burst_start: float | None = None
+    burst_busy: float | None = None  # the machine's busy core-s from the burst's start to its last answer
+    burst_wall: float | None = None
     burst: list[Sample] = field(default_factory=list)
     burst_errors: list[str] = field(default_factory=list)
 
@@ -412,8 +415,12 @@ class Bench:
 
         with httpx.Client() as client:
             for i in range(self.args.idle):
+                before = machine_busy()
                 s = self.submit(client, self.student(i), 0.1)
+                after = machine_busy()
                 self.m.idle.append(s)
+                if before is not None and after is not None:
+                    self.m.idle_busy.append(after - before)
                 print(f"idle {i + 1}: {s.verdict - s.upload:.2f} s ({s.state})"
                       + (f", complete {s.complete - s.upload:.2f} s" if s.pending_seen and s.complete else ""),
                       flush=True)
@@ -424,7 +431,11 @@ class Bench:
         complete = [s.complete - s.upload for s in idle if s.complete is not None]
         extra = f"; complete p50 {pct(complete, .5):.2f} s" if complete and any(s.pending_seen for s in idle) \
             else ""
-        return [row("idle, one at a time", [s.verdict - s.upload for s in idle], f"s upload -> verdict{extra}")]
+        rows = [row("idle, one at a time", [s.verdict - s.upload for s in idle], f"s upload -> verdict{extra}")]
+        if self.m.idle_busy:
+            rows.append(row("idle, core-seconds a file", self.m.idle_busy, "core-s busy, the whole machine "
+                            "(/proc/stat), upload to complete: the server's own cost of one file", 1))
+        return rows
 
     def burst_series(self) -> None:
         """`--burst` files at once from `--students` students, each thread polling its own submission."""
@@ -453,11 +464,15 @@ class Bench:
                 self.say(f"burst file {i}: {exc!r}"[:500])
 
         threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(args.burst)]
+        before = machine_busy()
         start = m.burst_start = time.perf_counter()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        after = machine_busy()
+        if before is not None and after is not None:
+            m.burst_busy, m.burst_wall = after - before, time.perf_counter() - start
         for r in self.burst_rows():
             print(f"row: {r}", flush=True)
 
@@ -475,7 +490,10 @@ class Bench:
             row("each student's first verdict (burst)", firsts, "s from the burst's start"),
             row("complete, speed tier timed (burst)", [s.complete - start for s in m.burst if s.complete is not None],
                 "s from the burst's start" + ("" if pending else "; no \"speed\": \"pending\" seen: at the verdict")),
-        ]
+        ] + ([row("burst, busy core-seconds", [m.burst_busy], f"core-s busy, the whole machine (/proc/stat): "
+                  f"{100 * m.burst_busy / (m.burst_wall * (os.cpu_count() or 1)):.0f}% of its cores over "
+                  f"{m.burst_wall:.0f} s; {m.burst_busy / max(1, len(m.burst)):.1f} core-s a file", 0)]
+             if m.burst_busy is not None and m.burst_wall else [])
 
     def student_firsts(self) -> list[float]:
         """Each student's first verdict in the burst, seconds from its start."""
@@ -523,6 +541,13 @@ class Bench:
                       f"(goal <= {FLOOR_GOAL}: {'met' if last / floor <= FLOOR_GOAL else 'MISSED'})")
             elif m.burst_start is not None:
                 print(f"last verdict / floor: not measured ({len(m.burst)} of {args.burst} files had a verdict)")
+        if m.idle_busy and m.burst and len(m.burst) == args.burst:
+            own = statistics.median(m.idle_busy)
+            floor = args.burst * own / cores
+            last = max(s.verdict for s in m.burst) - (m.burst_start or 0.0)
+            print(f"floor by the server's own cost: {args.burst} files x {own:.1f} core-s (an idle file, upload to "
+                  f"complete, median of {len(m.idle_busy)}) / {cores} cores = {floor:.1f} s; last verdict / floor: "
+                  f"{last / floor:.2f}")
         firsts = self.student_firsts()
         if firsts:
             every = len(firsts) == min(args.students, args.burst) and max(firsts) <= FIRST_VERDICT_GOAL_S

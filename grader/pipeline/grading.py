@@ -168,7 +168,8 @@ def serving_run(cfg: CourseConfig, device: str, workers: int = 0, backend: str =
     tree = GradingTree(Path(tempfile.mkdtemp(prefix=f"{TREE_PREFIX}{os.getpid()}-")))
     cores = max(1, _cpu_count())
     judges = cfg.judges if cfg.judges >= 0 else max(1, cores // 2)
-    return GradingRun([], cfg, device, tree, workers, judges, shard_runner, backend=backend, live=True)
+    return GradingRun([], cfg, device, tree, workers, judges, shard_runner, backend=backend, live=True,
+                      slots=min(workers, cores) if backend == "local" else workers)
 
 
 def close_run(run: GradingRun) -> None:
@@ -195,7 +196,8 @@ class GradingRun:
                  judges: int, shard_runner: Callable, keep: Path | None = None,
                  on_result: Callable[[TaskResult], object] | None = None, benchmark_autotune: bool = False,
                  backend: str = "local", static_checks: bool = True,
-                 judge_pool: ProcessPoolExecutor | None = None, live: bool = False) -> None:
+                 judge_pool: ProcessPoolExecutor | None = None, live: bool = False,
+                 slots: int | None = None) -> None:
         self.jobs, self.cfg, self.device, self.tree = jobs, cfg, device, tree
         self.given_judges = judge_pool
         self.workers, self.judges, self.shard_runner = workers, judges, shard_runner
@@ -260,8 +262,12 @@ class GradingRun:
         state (pool threads write `finished` and `staff_runs` only)."""
         # grader/isolation/schedule.py: one pool runs the staff's timing runs, the case shards and the timing
         # workers, by priority and lane; a job is judged as soon as its last item is done.
-        self.pool = Scheduler(workers, {"timing": max(1, workers // 3), "regrade": max(1, workers - 1)},
-                              forever=live)
+        # A service's pool has the machine's cores as its budget (`slots`: its threads, 1.5 a core on CUDA, are
+        # then never all busy) and gives the speed tier a quarter of them; a class's keeps a slot a thread and a
+        # third of them for timing workers.
+        slots = slots or workers
+        self.pool = Scheduler(workers, {"timing": max(1, (slots // 4) if live else (workers // 3)),
+                                        "regrade": max(1, slots - 1)}, slots=slots, forever=live)
 
     def grade(self) -> list[TaskResult]:
         """Admit every job, run until each is recorded; the results in the order of the jobs."""
@@ -438,7 +444,8 @@ class GradingRun:
         self.start_oracle(fresh)
         timed = {n for n in runnable if any(self.device in p.devices for p in self.contexts[n][0].task.perf)}
         self.timed_jobs |= timed
-        self.progress.total += len(timed)
+        if not self.live:  # a service's run shows no progress: it has no end to count to
+            self.progress.total += len(timed)
 
     def start_oracle(self, tasks: list[TaskSpec]) -> None:
         # The oracle answers each task once, in a thread of its own, while the workers run: a job is judged as
