@@ -100,8 +100,10 @@ def test_a_quick_file_is_not_held_behind_a_slow_one_and_leaves_no_state(server, 
 
 
 def test_the_verdict_comes_before_the_speed_tier_and_the_full_result_replaces_it(server):
+    """Each call sleeps 1 s: the case shard makes two calls (the graded one and its twin), the timing worker eleven
+    after the staff's timing run; the first pass is judged seconds before the full result."""
     s = server(perf=True)
-    sid = s.submit("cid", TASK, f"{TASK}.py", _sleeping(0.6, "timed").encode())["id"]
+    sid = s.submit("cid", TASK, f"{TASK}.py", _sleeping(1.0, "timed").encode())["id"]
     first = _wait(s, sid, lambda r: r["state"] in ("graded", "failed"))
     assert first["state"] == "graded" and first["speed"] == "pending", first
     shown = s.view(first)

@@ -129,12 +129,14 @@ class Scheduler:
     def _work(self) -> None:
         while True:
             with self._cv:
+                if self._closed and self.forever:  # a service stopping: nothing new starts
+                    return
                 item = self._pick()
                 while item is None:
                     if self._closed and (not self._left or self.forever):
                         return
                     self._cv.wait()
-                    item = self._pick()
+                    item = None if self._closed and self.forever else self._pick()
                 self._running.update(item.kinds)
                 self._held += 1
                 self._active += 1

@@ -168,8 +168,12 @@ def serving_run(cfg: CourseConfig, device: str, workers: int = 0, backend: str =
     tree = GradingTree(Path(tempfile.mkdtemp(prefix=f"{TREE_PREFIX}{os.getpid()}-")))
     cores = max(1, _cpu_count())
     judges = cfg.judges if cfg.judges >= 0 else max(1, cores // 2)
-    return GradingRun([], cfg, device, tree, workers, judges, shard_runner, backend=backend, live=True,
-                      slots=min(workers, cores) if backend == "local" else workers)
+    run = GradingRun([], cfg, device, tree, workers, judges, shard_runner, backend=backend, live=True,
+                     slots=min(workers, cores) if backend == "local" else workers)
+    if run.judge_pool is not None:  # every judge process started now (torch imported), not at the first verdicts
+        for _ in range(judges):
+            run.judge_pool.submit(time.sleep, 0.5)
+    return run
 
 
 def close_run(run: GradingRun) -> None:
@@ -549,7 +553,7 @@ class GradingRun:
                                  **self.on_gpu())
             self.pool.add(("staff", task.id),
                           functools.partial(_staff_timing_into, self.staff_runs, task, staff_spec, self.tree,
-                                            self.shard_runner),
+                                            self.shard_runner, self.live),
                           priority=(0, 0, 0, n), kind="timing")
         timing_spec = replace(base_spec, perf=perf, specialize=True, sees_hidden=True, **timer_stall,
                               **self.on_gpu())
@@ -758,8 +762,9 @@ def _judge_process() -> None:
     torch.set_num_threads(1)
 
 
-def _staff_timing_into(into: dict, task: TaskSpec, spec: JobSpec, tree: GradingTree, shard_runner) -> None:
-    into[task.id] = staff_timing(task, spec, tree, shard_runner)
+def _staff_timing_into(into: dict, task: TaskSpec, spec: JobSpec, tree: GradingTree, shard_runner,
+                       inductor: bool = False) -> None:
+    into[task.id] = staff_timing(task, spec, tree, shard_runner, inductor)
 
 
 def _shard_into(finished: dict, key: tuple[int, int], shard_runner, folders: JobFolders, shard: int,

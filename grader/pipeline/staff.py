@@ -34,18 +34,20 @@ from grader.worker import tritoncache
 
 
 def staff_timing(task: TaskSpec, spec: JobSpec, tree: GradingTree,
-                 shard_runner: Callable[[JobFolders, int, JobSpec, list[int]], list[WorkerRun]]
-                 ) -> tuple[Path | None, Path | None]:
+                 shard_runner: Callable[[JobFolders, int, JobSpec, list[int]], list[WorkerRun]],
+                 inductor: bool = False) -> tuple[Path | None, Path | None]:
     """Time the task's reference solution as `spec` times a submission (same baselines, cases, clock and sandbox),
     in a job of its own. Returns its record stream and its Inductor cache (None, None when the task has no
     solution.py: every speed test of the task then fails closed, with nothing to check the submission's run
-    against)."""
+    against). `inductor`: run it even when a kept record could be reused, for its Inductor cache (a server's run,
+    whose every timing worker then starts from the torch.compile baseline's compiled code)."""
     solution = task.folder / "solution.py"
     if not solution.is_file():
         return None, None
     folders = tree.job(f"staff-timing-{task.id}")
     kept = staff_cache_dir() / staff_key(task, spec)
-    if (kept / "records.bin").is_file():  # timed before, with these files, versions and GPU: its record again
+    # timed before, with these files, versions and GPU: its record again
+    if (kept / "records.bin").is_file() and not inductor:
         records = folders.records("kept")
         with os.fdopen(create_trusted(records), "wb") as fh:
             fh.write((kept / "records.bin").read_bytes())
