@@ -131,13 +131,14 @@ def test_bench_server_smoke_prints_every_row_and_the_goals() -> None:
     rows = {r[1].strip(): r for r in table[2:]}  # after the header and its rule
     assert [r for r in rows if not r.startswith("server memory")] == [
         "grade, one file alone, wall", "grade, one file alone, core-seconds", "warm-up, the server's first file",
-        "idle, one at a time", "burst, 2 students", "last verdict of the burst", "each student's first verdict (burst)",
-        "complete, speed tier timed (burst)"], done.stdout
+        "idle, one at a time", "idle, core-seconds a file", "burst, 2 students", "last verdict of the burst",
+        "each student's first verdict (burst)", "complete, speed tier timed (burst)", "burst, busy core-seconds"], \
+        done.stdout
     counts = {name: int(r[2]) for name, r in rows.items()}
     assert counts["grade, one file alone, wall"] == 1 and counts["idle, one at a time"] == 2, done.stdout
     assert counts["burst, 2 students"] == 4 and counts["each student's first verdict (burst)"] == 2, done.stdout
     assert all(float(r[3]) > 0 for r in rows.values()), done.stdout
     assert float(rows["server memory after warm-up"][3]) > 0 and "server memory after the burst" in rows, done.stdout
-    for words in ("idle p50 / grade's latency: ", "last verdict / floor: ",
+    for words in ("idle p50 / grade's latency: ", "last verdict / floor: ", "floor by the server's own cost: ",
                   "each student's first verdict within 90 s: yes", "server memory: "):
         assert words in done.stdout, done.stdout
