@@ -26,6 +26,7 @@ from grader.protocol import GradingTree, JobFolders, PerfItem, WorkerRun, create
 def _remote_shard(payload: dict, *case_bytes: bytes) -> dict:
     """On a Ray node: write the submission and its cases' inputs into a grading tree of its own, run the shard,
     and send back each worker run's record stream (bytes) with the run."""
+    _interruptible()
     tmp = Path(tempfile.mkdtemp(prefix="grader-ray-"))
     try:
         tree = GradingTree(tmp)
@@ -51,6 +52,20 @@ def _remote_shard(payload: dict, *case_bytes: bytes) -> dict:
         return {"runs": out}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _interruptible() -> None:
+    """Let `ray.cancel` interrupt this task. Ray cancels a running task by raising KeyboardInterrupt in it as a
+    SIGINT would (`_thread.interrupt_main`), which does nothing where SIGINT is ignored; and a shell without job
+    control starts a background job (`grader batch ... &`, `nohup`) with SIGINT ignored, which Ray's processes
+    inherit: a timing task whose speed tests were decided then ran to its end (tests/test_ray.py saw 67 s, not
+    14)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _node_id() -> str:
