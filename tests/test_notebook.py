@@ -280,3 +280,60 @@ def test_gradescope_run_finds_the_notebook_at_any_depth(tmp_path, monkeypatch):
     data = json.loads(results.read_text())
     missing = [t for t in data["tests"] if t["name"].endswith("/ file")]
     assert len(missing) == 9 and all("nor a notebook defining its kernels" in t["output"] for t in missing)
+
+
+def _chain_notebook(links: int, pad_mib: int = 0) -> bytes:
+    """Puzzle 1's solution adding `a<links>`, bound by a chain `a1 = a0`, `a2 = a1`, ... in a cell before it (every
+    link is needed); `pad_mib` MiB of base64 output on the chain's cell (a notebook's limit is for outputs)."""
+    import base64
+    import random
+
+    solution = (TASKS / P01 / "solution.py").read_text()
+    assert "+ 10.0)" in solution
+    chain = nbformat.v4.new_code_cell("a0 = 10.0\n" + "".join(f"a{i} = a{i - 1}\n" for i in range(1, links + 1)))
+    if pad_mib:
+        png = base64.b64encode(random.Random(0).randbytes(pad_mib * 3 << 18)).decode()
+        chain.outputs = [nbformat.v4.new_output("display_data", data={"image/png": png})]
+    kernel = nbformat.v4.new_code_cell(solution.replace("+ 10.0)", f"+ a{links})", 1))
+    return nbformat.writes(nbformat.v4.new_notebook(cells=[chain, kernel])).encode()
+
+
+def test_a_chain_of_assignments_is_extracted_in_one_pass(tmp_path):
+    """A hostile notebook: 20,000 links (318 KB) took over 120 s to extract, quadratic in the chain, in the trusted
+    process (the server's grading path, `batch`, `grade-dir`, `similarity`), and held a classmate's verdict back.
+    The closure is now a worklist (about 0.7 s here, parsing included). The bound below is 60 s, far from both: it
+    says the extraction is not quadratic, it measures nothing."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "chain.ipynb"
+    path.write_bytes(_chain_notebook(20_000))
+    code = ("import sys; from grader.config import ROOT, load_task; from grader.gates.notebook import Notebook; "
+            f"task = load_task(ROOT / 'tasks' / {P01!r}); "
+            "part = Notebook(open(sys.argv[1], 'rb').read(), 'chain.ipynb').extract(task); "
+            "print(b'a0 = 10.0' in part.source, b'+ a20000)' in part.source, part.source.count(b'\\n'))")
+    try:
+        done = subprocess.run([sys.executable, "-c", code, str(path)], cwd=ROOT, capture_output=True, text=True,
+                              timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("extracting a 20,000-link chain took over 60 s: the closure is quadratic again")
+    assert done.returncode == 0, done.stderr[-2000:]
+    kept_first, kept_kernel, lines = done.stdout.split()
+    assert kept_first == kept_kernel == "True" and int(lines) > 20_000  # every link kept: each one is needed
+
+
+def test_a_notebooks_code_is_bounded_as_a_py_is():
+    """A notebook may be 32 MiB for its outputs, but its code cells together hold at most a .py's 1 MiB: past it,
+    nothing is parsed or graded and the student is told why (a 32 MiB notebook of code would take the trusted
+    process a minute to parse). Just under it, the notebook is graded as usual."""
+    from grader.gates.intake import MAX_SOURCE_BYTES
+
+    task = load_task(TASKS / P01)
+    over = Notebook(_chain_notebook(70_000, pad_mib=8), "big.ipynb")
+    assert over.problem and "over the grader's limit of 1048576 bytes of code" in over.problem, over.problem
+    part = over.extract(task)
+    assert part.source.startswith(b"# not a notebook") and over.problem in part.problems
+    under = _chain_notebook(1_000, pad_mib=8)
+    assert len(under) > 8 << 20 and sum(len(c) for c in Notebook(under, "ok.ipynb").cells[0].lines) < MAX_SOURCE_BYTES
+    ok = Notebook(under, "ok.ipynb")
+    assert ok.problem is None and b"+ a1000)" in ok.extract(task).source

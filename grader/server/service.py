@@ -245,11 +245,12 @@ class Server:
     def stop(self) -> None:
         self.scheduler.stop()
 
-    def _planned(self, row: dict) -> batch.Planned:
+    def _planned(self, row: dict, read: bool = True) -> batch.Planned:
+        """The row as batch plans a file; `read=False`: without its bytes (recording needs only the sha256)."""
         task = self.sc.tasks[row["task"]]
         path = self.queue.uploads / row["upload"]
         when = dt.datetime.fromisoformat(row["submitted_at"])
-        return batch.Planned(row["student"], task, path, row["sha256"], when, path.read_bytes(),
+        return batch.Planned(row["student"], task, path, row["sha256"], when, path.read_bytes() if read else b"",
                              time_source="server clock")
 
     def _prepare(self, row: dict) -> Job | TaskResult:
@@ -265,10 +266,7 @@ class Server:
     def _record(self, row: dict, r: TaskResult) -> None:
         """A first pass (`r.pending`): the verdict shown at once, speed "pending"; the full result: the attempt in
         the ledger and its files, as `batch` records one."""
-        p = self._planned(row)
-        if is_notebook(Path(row["filename"])):
-            p.notebook = Notebook(p.source, row["filename"]).extract(p.task)
-            p.source = p.notebook.source
+        p = self._planned(row, read=False)  # (a notebook is not extracted again: the ledger keeps its sha256)
         report.save_pictures(r, self.out / p.student)
         verdict_at = (self.queue.get(row["id"]) or {}).get("verdict_at") or dt.datetime.now(dt.timezone.utc)\
             .isoformat()
