@@ -16,18 +16,23 @@
 A student sees only their own submissions: another's id answers 404, as one that does not exist.
 """
 
+import asyncio
 from pathlib import Path
 
 from fastapi import FastAPI, Header, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from grader.course.batch import CANVAS
-from grader.gates.intake import MAX_NOTEBOOK_BYTES
+from grader.gates.intake import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES
+from grader.gates.notebook import is_notebook
 from grader.server.pages import STAFF_PAGE, STUDENT_PAGE
 from grader.server.service import Refused, Server
 
-BODY_LIMIT = MAX_NOTEBOOK_BYTES
-"""The largest request body read (a notebook's limit); a .py's own limit is the server's check after."""
+BODY_S = 120.0
+"""Seconds an upload's body may take to arrive (32 MiB at 280 KB/s); past it, 408."""
+INFLIGHT_BYTES = 256 << 20
+"""Bytes of uploads the server holds in memory at once, all clients together (each upload counts its declared
+length, or its limit when it declares none); past it, 503 with Retry-After."""
 
 
 def create_app(server: Server) -> FastAPI:
@@ -58,18 +63,34 @@ def create_app(server: Server) -> FastAPI:
                 "deadline": server.hw.deadline.isoformat() if server.hw.deadline else None,
                 "tasks": [{"id": t, "points": p} for t, p in server.hw.tasks.items()]}
 
+    inflight = [0]  # bytes of uploads being received now, all connections together
+
     @app.post("/api/submit", status_code=201)
     async def submit(request: Request, task: str, filename: str = "", authorization: str | None = Header(None)):
         student, _role = who(authorization)
+        # The file's own limit, known from its name before a byte of it is read: a .py's 1 MiB, a notebook's
+        # 32 MiB (a .py was read up to 32 MiB before the server refused it at 1 MiB).
+        limit = MAX_NOTEBOOK_BYTES if is_notebook(Path(filename or "x.py")) else MAX_SOURCE_BYTES
         declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > BODY_LIMIT:
-            raise HTTPException(413, f"the file is over the grader's limit of {BODY_LIMIT} bytes")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > BODY_LIMIT:
-                raise HTTPException(413, f"the file is over the grader's limit of {BODY_LIMIT} bytes")
-            chunks.append(chunk)
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise HTTPException(413, f"the file is {int(declared)} bytes, over the grader's limit of {limit} bytes")
+        want = int(declared) if declared and declared.isdigit() else limit
+        if inflight[0] + want > INFLIGHT_BYTES:
+            raise HTTPException(503, "the server is receiving many files at once: send yours again in a minute",
+                                headers={"Retry-After": "30"})
+        inflight[0] += want
+        try:
+            chunks, size = [], 0
+            async with asyncio.timeout(BODY_S):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > limit:
+                        raise HTTPException(413, f"the file is over the grader's limit of {limit} bytes")
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise HTTPException(408, f"the file did not arrive within {BODY_S:g} s") from None
+        finally:
+            inflight[0] -= want
         return server.submit(student, task, filename or f"{task}.py", b"".join(chunks))
 
     @app.get("/api/submissions/{sid}")
@@ -153,9 +174,13 @@ def create_app(server: Server) -> FastAPI:
 def serve(server: Server, host: str, port: int) -> None:
     import uvicorn
 
+    from grader.server.http import GuardedH11Protocol
+
     server.start()
     try:
-        uvicorn.run(create_app(server), host=host, port=port, log_level="warning", limit_concurrency=256,
-                    timeout_keep_alive=5)
+        # no limit_concurrency: uvicorn counts idle connections against it, so slow clients made every request
+        # answer 503; grader/server/http.py bounds them by address and by a deadline for their headers
+        uvicorn.run(create_app(server), host=host, port=port, log_level="warning", timeout_keep_alive=5,
+                    http=GuardedH11Protocol)
     finally:
         server.stop()
