@@ -111,6 +111,20 @@ def test_the_comparison_judges_tensors_numbers_and_the_order_of_the_work():
     assert provenance.compare(*many, 2) is None  # 4 + 4 * 2 >= 9
     few = [_rec(*[("launch", "k", 3, [["n", ["i", str(v + k)]]]) for k in range(4)]) for v in (0, 100)]
     assert provenance.compare(*few, 0) is None
+    # ... each of at most 64 bits: one Python int handed to a kernel as a constexpr carried a case's 1,025 codes
+    # (about a kilobyte) as one differing number, and earned 0.825/2 (issue of 2026-12-03); so do a string, a
+    # complex number and a wider grid, and a number's text too long to be one is not even parsed
+    codes = [_rec(("launch", "k", 3, [["packed", ["i", str(v)]]]), ("return", "return", None, []))
+             for v in (int.from_bytes(b"\x07" * 1025, "little"), int.from_bytes(b"\x05" * 1025, "little"))]
+    assert "more than a 64-bit number" in provenance.compare(*codes, 0)
+    for u, v in ((["s", "abc"], ["s", "abd"]), (["c", "(1+2j)"], ["c", "(1+3j)"]), (["i", str(1 << 64)], ["i", "1"]),
+                 (["i", "4,1,1"], ["i", f"{1 << 70},1,1"]), (["i", "9" * 5000], ["i", "8" * 5000])):
+        wide = [_rec(("launch", "k", 3, [["x", note]])) for note in (u, v)]
+        assert "more than a 64-bit number" in provenance.compare(*wide, 0), (u, v)
+    edge = [_rec(("launch", "k", 3, [["x", ["i", str(n)]], ["g", ["i", f"{n},1,1"]], ["f", ["f", float.hex(n / 3)]]]))
+            for n in ((1 << 63) - 1, -(1 << 62))]  # int64's range, a grid, a float: fine (3 numbers <= 4)
+    assert provenance.compare(*edge, 0) is None
+    assert "(at most 32 bytes)" in provenance.compare(*many, 0)  # the allowance stated in bytes
     # other work: another kernel, or one more launch
     another = _rec(("launch", "j", 3, []), ("return", "return", None, []))
     assert "did other work" in provenance.compare(same, another, 0)

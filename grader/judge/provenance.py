@@ -21,8 +21,12 @@ SCALARS_PER_READ = 4
 """Numbers that may differ between the two calls, per value the task lets Python read."""
 SCALARS_FREE = 4
 """Numbers that may differ between the two calls whatever the task: a call counter that a kernel's workspace keeps
-(task 23's reference passes an `epoch`, one more each call), an address passed as an integer. Four numbers can carry
-at most 32 bytes of laundered data: docs/integrity.md, "What is still trusted"."""
+(task 23's reference passes an `epoch`, one more each call), an address passed as an integer. Each carries at most
+SCALAR_BITS, so four numbers carry at most 32 bytes of laundered data: docs/integrity.md, "What is still trusted"."""
+SCALAR_BITS = 64
+"""The most bits a number that differs between the two calls may hold: a Python int is unbounded (one handed to a
+kernel as a `tl.constexpr` carried a case's 1,025 codes, about a kilobyte, as one differing number), a float or an
+int64 holds 64. A complex number, a string or a wider int that differs fails the case."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _PATH = re.compile(r"(#?[A-Za-z0-9_]{1,64})((\[[0-9]{1,4}\]|\.[A-Za-z0-9_]{1,64}){0,4})")
 
@@ -64,6 +68,27 @@ def _tensor(note: list) -> bool:
     return bool(note) and note[0] == "t"
 
 
+def bits(note: object) -> int | None:
+    """The bits a noted non-tensor value holds (grader/worker/provenance.py `scalar`), or None when it is not a
+    number of at most SCALAR_BITS (a wider int, a complex number, a string, a value noted in a form not known)."""
+    if not isinstance(note, list) or len(note) != 2 or not isinstance(note[1], str):
+        return None
+    kind, text = note
+    if kind == "b":
+        return 1
+    if kind == "f":
+        return 64
+    if kind == "i":  # an int, or a launch's grid ("4,1,1"): each number at most SCALAR_BITS
+        widths = []
+        for part in text.split(",")[:3]:
+            if not (0 < len(part) <= 21 and re.fullmatch(r"-?[0-9]+", part)):  # (no int() of a long text)
+                return None
+            value = int(part)
+            widths.append(value.bit_length() + (value < 0))
+        return max(widths) if text.count(",") < 3 and max(widths) <= SCALAR_BITS else None
+    return None
+
+
 def compare(graded: object, twin: object, python_reads: int) -> str | None:
     """The problem the two records show, or None. `graded` is the record of the graded call, `twin` that of the
     call on the twin inputs (ValueError for a garbled one)."""
@@ -87,6 +112,11 @@ def compare(graded: object, twin: object, python_reads: int) -> str | None:
                         "but it was computed by no kernel and no torch operation on the inputs: input data reached "
                         "it another way (read into Python, through str(), a buffer or a file, and handed back); "
                         "everything computed from the inputs must go through your kernels")
+            if bits(u) is None or bits(v) is None:
+                return (f"{_path_of(path)} of {_where(x)} changes with the input values and holds more than a "
+                        f"{SCALAR_BITS}-bit number (a long int, a string or a complex number): input data was read "
+                        "into Python and handed back; everything computed from the inputs must go through your "
+                        "kernels")
             differing.append((x, path))
     if len(a) != len(b):
         longer = a if len(a) > len(b) else b
@@ -97,7 +127,8 @@ def compare(graded: object, twin: object, python_reads: int) -> str | None:
     if len(differing) > allowed:
         cp, path = differing[0]
         return (f"{len(differing)} number(s) handed to kernels or torch operations change with the input values "
-                f"(the first: {_path_of(path)} of {_where(cp)}), where this task allows {allowed}: input data was "
+                f"(the first: {_path_of(path)} of {_where(cp)}), where this task allows {allowed} (at most "
+                f"{allowed * SCALAR_BITS // 8} bytes): input data was "
                 "read into Python and handed back; everything computed from the inputs must go through your "
                 "kernels")
     return None
