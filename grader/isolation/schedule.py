@@ -66,7 +66,7 @@ class Scheduler:
         self.slots = max(1, slots or workers)
         self.forever = forever
         self._held = 0
-        self._active = 0
+        """Slots held: one per running item."""
         self._cv = threading.Condition()
         self._ready: list[tuple[tuple, int, _Item]] = []
         self._waiting: dict[Hashable, _Item] = {}
@@ -139,7 +139,6 @@ class Scheduler:
                     item = None if self._closed and self.forever else self._pick()
                 self._running.update(item.kinds)
                 self._held += 1
-                self._active += 1
                 wanted = len(self._ready) + sum(1 for i in self._waiting.values() if i.early)
                 slots = 1 + max(0, min(item.extra, self.slots - self._held - wanted))
             start = time.monotonic() - self._t0
@@ -154,7 +153,6 @@ class Scheduler:
                 self.trace.append((item.key, round(start, 2), round(time.monotonic() - self._t0, 2)))
                 self._running.subtract(item.kinds)
                 self._held -= 1
-                self._active -= 1
                 self._finished.add(item.key)
                 for other in list(self._waiting.values()):
                     other.after.discard(item.key)
@@ -198,7 +196,7 @@ class Scheduler:
 
             waiting = sum(1 for _, _, i in self._ready if counts(i))
             waiting += sum(1 for i in self._waiting.values() if i.early and counts(i))
-            return min(self.slots - self._held, self.workers - self._active) - waiting
+            return min(self.slots, self.workers) - self._held - waiting
 
     def forget(self, keys: set) -> None:
         """Drop finished items' keys (a long-lived pool: a job's items, once it is recorded)."""
