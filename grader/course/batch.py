@@ -666,6 +666,19 @@ def write_summary(rows: dict[str, dict], hw: Homework, out: Path, path: Path, cl
     lines += ["", "## Decided by the grader", "",
               *(decided or ["Nothing: every file was graded by its task's name, and every time came from the "
                             "manifest."])]
+    caught = []  # for a person to read: the judge's words, and the file, before a grade stands
+    for student in sorted(rows):
+        for task_id in hw.tasks:
+            result = out / student / f"{task_id}.staff.json"
+            data = json.loads(result.read_text()) if result.is_file() else {}
+            found = data.get("caught") or {}
+            if isinstance(found, dict) and found.get("why"):
+                case = escape.md_inline(str(found.get("case")))
+                caught.append(f"- {escape.md_inline(student)}: {task_id}, case {case}: "
+                              f"{escape.md_inline(str(found['why']))}")
+    lines += ["", "## Caught doing a task's work outside its kernels", "",
+              "Each file below earned no points for the task's cases; read it before the grade stands.", "",
+              *(caught or ["Nobody."])]
     png = plot(rows, rates, max_total, out / "summary.png")
     if png:
         lines[4:4] = [f"![scores and pass rates]({png.name})", ""]

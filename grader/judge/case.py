@@ -7,12 +7,12 @@ import torch
 
 from grader.config import TaskSpec
 from grader.judge import known_errors, provenance
-from grader.judge.data import CaseData, Verdict
+from grader.judge.data import CaseData, Caught, Verdict
 from grader.judge.drawing import draw_run
 from grader.judge.messages import describe_bounds, error_problem
 from grader.judge.values import replays, resolve_dtype, value_problem
 from grader.judge.worker_results import WorkerResults, printed_text
-from grader.judge.writes import check_guards, write_problems
+from grader.judge.writes import check_guards, memory_problems, write_problems
 from grader.protocol import guards, torch_ops
 
 
@@ -80,7 +80,9 @@ def check_run(task: TaskSpec, case: CaseData, run: dict, device: str, names: lis
         msg = torch_ops.check([*(import_ops or []), *run["torch_ops"]], task.torch_ops, size, name,
                               task.python_reads)
         if msg:
-            problems.append(msg)
+            problems.append(Caught(msg))
+    # What a kernel or a torch operation read held only what kernels and torch operations wrote.
+    problems.extend(memory_problems(run.get("memory")))
 
     launches = run.get("launches") or []
     for spec, got, ref in zip(task.outputs, outputs, case.expected):
@@ -182,6 +184,7 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
         twin_failed = (*twin_failed[:1], [p for p in twin_failed[1] if p not in said], twin_failed[2])
     if twin_failed is not None and twin_failed[1]:
         failing.insert(0, twin_failed)
+    caught = str(next((p for _, problems, _ in failing for p in problems if isinstance(p, Caught)), ""))
     if not failing:
         n = len(runs)
         return Verdict(True, f"passed under {n} autotune config{'s' if n > 1 else ''}")
@@ -194,7 +197,7 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
         if not failing:
             n = len(runs)
             lines.append(f"(the graded call passed under {n} autotune config{'s' if n > 1 else ''})")
-            return Verdict(False, "\n".join(lines), staff="\n\n".join(staff)[-20000:])
+            return Verdict(False, "\n".join(lines), staff="\n\n".join(staff)[-20000:], caught=caught)
     first_problems = failing[0][1]
     if len(failing) > 1 and all(p == first_problems for _, p, _ in failing):
         lines.append(f"under all {len(failing)} configs:")
@@ -218,7 +221,7 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
             if pid_line:
                 lines.append(pid_line)
     return Verdict(False, "\n".join(lines), staff="\n\n".join(staff)[-20000:], picture=picture,
-                   printed=printed_text(failing[0][2]))
+                   printed=printed_text(failing[0][2]), caught=caught)
 
 
 def twin_problems(task: TaskSpec, case: CaseData, runs: list[dict], twins: list[dict], device: str,
@@ -238,7 +241,7 @@ def twin_problems(task: TaskSpec, case: CaseData, runs: list[dict], twins: list[
         elif not graded.get("error") and not twin.get("error"):
             msg = provenance.compare(graded["provenance"], twin["provenance"], task.python_reads)
             if msg:
-                problems.append(msg)
+                problems.append(Caught(msg))
     except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
         problems = [f"the worker's record of this call is garbled ({type(exc).__name__}: {exc})"]
     if twin.get("fatal"):

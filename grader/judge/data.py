@@ -30,6 +30,12 @@ class CaseData:
         return self._digests[id(t)]
 
 
+class Caught(str):
+    """A problem that shows the task's work done outside the student's kernels (the provenance, memory and write
+    checks; torch work past the task's policy). A file caught so in any case earns no correctness points for the
+    task: every case of it fails (grader/pipeline/result.py `GradingContext.case_verdict`)."""
+
+
 @dataclass
 class Verdict:
     ok: bool
@@ -43,6 +49,8 @@ class Verdict:
     printed: str = ""
     """What the student's code printed during the first failing call (theirs: shown to them, marked, under the
     test; it decides nothing)."""
+    caught: str = ""
+    """The first `Caught` problem of a failing case: why the task's correctness points are withheld."""
     metric: dict[str, float] | None = None
     """A speed test's measurement, for the leaderboard (grader/course/leaderboard.py): `speedup` over the baseline,
     `vs_reference` (that speedup over the reference's in the staff's run) and `ms` (the submission's median)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 
+from grader.judge.data import Caught
 from grader.judge.messages import _worker_name
 from grader.judge.values import SHOW
 from grader.protocol import guards
@@ -108,7 +109,33 @@ def write_problems(name: str, alloc: int, events) -> list[str]:
             continue  # a scratch buffer: the wrapper may prepare it with the torch work its task allows
         kernel = _worker_name(e["kernel"], "a kernel")
         where = f"{kernel}, line {e['line']}" if e["line"] is not None else kernel
-        found.append(f"{name}: {e['elements']} element(s) {_WHEN[e['when']].format(where=where)}: the values of an "
-                     "output must be computed by your kernel; values placed with torch, numpy or Python do not "
-                     "count")
+        found.append(Caught(f"{name}: {e['elements']} element(s) {_WHEN[e['when']].format(where=where)}: the "
+                            "values of an output must be computed by your kernel; values placed with torch, numpy or "
+                            "Python do not count"))
     return found[:1]
+
+
+_AT = {"launch": "the launch of {name}", "op": "torch.{name}"}
+
+
+def memory_problems(events) -> list[str]:
+    """The memory check's findings (grader/worker/memory_check.py): a buffer that a kernel or a torch operation
+    received held bytes that no kernel and no torch operation had written."""
+    if events is None:
+        return []  # the check was off (config: grading.provenance)
+    if not isinstance(events, list) or not all(
+            isinstance(e, dict) and e.get("at") in _AT and isinstance(e.get("name"), str)
+            and isinstance(e.get("arg"), str) and type(e.get("bytes")) is int
+            and (e.get("line") is None or type(e.get("line")) is int) for e in events):
+        return ["the worker's record of the memory check is garbled"]
+    found = []
+    for e in events[:1]:
+        where = _AT[e["at"]].format(name=_worker_name(e["name"], "a kernel" if e["at"] == "launch" else "operation"))
+        if e["line"] is not None:
+            where += f" at line {e['line']}"
+        arg = _worker_name(e["arg"], "")
+        what = f"the buffer passed as {arg}" if arg else "a buffer it received"
+        found.append(Caught(f"{what} to {where} held {e['bytes']} byte(s) that no kernel and no torch operation "
+                            "wrote: it was changed another way since (a numpy view, a buffer, a pointer); the "
+                            "memory your kernels read may change only through your kernels and torch operations"))
+    return found

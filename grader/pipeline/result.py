@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import cProfile
+import dataclasses
 import datetime as dt
 import functools
 import hashlib
@@ -289,6 +290,19 @@ class GradingContext:
         return judge.Verdict(True, "; ".join(seen) or "no kernel of this task must be autotuned", note=note)
 
     def case_verdict(self, index: int) -> judge.Verdict:
+        """Case `index`'s verdict. Every case is judged at the first call: a file caught doing the task's work
+        outside its kernels in any case (`Verdict.caught`) earns no correctness points for the task, so each
+        other case fails too, saying where it was caught."""
+        if not self._verdicts:
+            verdicts = {i: self._case_verdict(i) for i in range(len(self.cases))}
+            where = next(((i, v) for i, v in verdicts.items() if v.caught), None)
+            if where is not None:
+                case = self.task.cases[where[0]]
+                where_said = f"case {case.id}" if case.visibility == "public" else "a hidden case"
+                for i, v in verdicts.items():
+                    if i != where[0]:
+                        verdicts[i] = withheld(v, where_said, where[1].caught)
+            self._verdicts.update(verdicts)
         if index not in self._verdicts:
             self._verdicts[index] = self._case_verdict(index)
         return self._verdicts[index]
@@ -374,6 +388,18 @@ def run_suite(ctx: GradingContext, folders: JobFolders) -> tuple[dict[str, dict]
     except (OSError, ValueError, KeyError):
         entries = {}
     return entries, out.getvalue()
+
+
+WITHHELD_END = "earns no points for the task's cases"
+
+
+def withheld(verdict: judge.Verdict, where: str, caught: str) -> judge.Verdict:
+    """A case's verdict when the case `where` ("case ID", or "a hidden case") caught the file doing the task's work
+    outside its kernels."""
+    line = (f"points withheld: in {where} this file did the task's work outside its kernels (that case's test says "
+            f"how); a file caught so in any case {WITHHELD_END}")
+    message = line if verdict.ok else f"{verdict.message}\n{line}"
+    return dataclasses.replace(verdict, ok=False, message=message, caught=caught)
 
 
 def _metric(value: object) -> dict[str, float]:
@@ -469,6 +495,8 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         staff["notebook"] = {"cells": list(job.notebook.cells),
                              "graded_source": job.notebook.source.decode(errors="replace")[-20000:]}
     pictures = {job.task.cases[i].id: v.picture for i, v in ctx._verdicts.items() if v.picture}
+    caught = next(({"case": job.task.cases[i].id, "why": v.caught} for i, v in sorted(ctx._verdicts.items())
+                   if v.caught and not v.message.endswith(WITHHELD_END)), {})
     outcome = {t.name: t.outcome for t in tests}
     diagnosis = diagnose([(c.params_for(ctx.device), outcome[c.id] == Outcome.PASSED.label) for c in job.task.cases
                           if c.visibility == "public" and outcome.get(c.id) in (Outcome.PASSED.label,
@@ -482,4 +510,5 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         environment=env, submission_sha256=job.sha256, graded_at=_now(), staff=staff,
         withheld={**asdict(job.task.withheld), "message": job.task.withheld.sentence()} if job.task.withheld else {},
         pending=ctx.pending(),
+        caught=caught,
     )

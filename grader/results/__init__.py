@@ -65,6 +65,9 @@ class TaskResult:
     diagnosis: str = ""
     """One line naming the case parameter that separates the failing public cases from the passing ones
     (grader/judge/diagnosis.py), or "" when none does."""
+    caught: dict = field(default_factory=dict)
+    """{case, why} when a case caught the file doing the task's work outside its kernels (grader/judge/data.py
+    `Caught`): every case then earns 0, and the staff's summary lists it for a person to read. Empty otherwise."""
     pending: list[str] = field(default_factory=list)
     """The speed tests not timed yet: a first result, given as soon as the cases are judged, that the full one
     replaces once they are timed (grader/pipeline/grading.py). Empty in every result that is recorded."""
@@ -81,6 +84,8 @@ class TaskResult:
             secret.add(test["name"])
             test["name"] = f"hidden_{k}"
         data["tests"] = [_student_test(t) for t in data["tests"]]
+        if data.get("caught") and data["caught"].get("case") in secret:  # a hidden case's words tell its shape
+            data["caught"] = {"case": "hidden", "why": NOT_PUBLIC["hidden"]}
         smaller = data.get("environment", {}).get("smaller_on_cpu")
         if isinstance(smaller, dict):
             data["environment"]["smaller_on_cpu"] = {k: v for k, v in smaller.items() if k not in secret}

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from grader.protocol import GpuGate, Kind, RecordWriter, WorkerJob, guards
-from grader.worker import known_errors, sandbox
+from grader.worker import known_errors, memory_check, sandbox
 from grader.worker.address_check import BoundsAudit, submission_line
 from grader.worker.address_check import intact as bounds_intact
 from grader.worker.gpu_compile import CompileCheck
@@ -102,6 +102,11 @@ class Instruments:
                 if kwargs.get("warmup", False):  # a compilation without a launch (grader/worker/parallel_compile.py)
                     return _orig(self, *args, **kwargs)
                 watched = None
+                ledger = memory_check.LEDGER
+                if ledger is not None:  # the memory check: each buffer holds what its last tracked writer left
+                    ledger.check(_labelled(self, args, kwargs), "launch",
+                                 getattr(getattr(self, "fn", None), "__name__", type(self).__name__),
+                                 lambda: submission_line(inst.path, 1))
                 if inst.active:
                     tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
                     name = getattr(getattr(self, "fn", None), "__name__", type(self).__name__)
@@ -123,6 +128,8 @@ class Instruments:
                     if inst.gate is not None:
                         inst.gate.touch()  # the GPU is in use: a hold let go while the call idled is taken again
                     out = _orig(self, *args, **kwargs)
+                if ledger is not None:
+                    ledger.wrote([a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)])
                 if watched is not None and watched[0]:
                     owners, line, name = watched
                     inst.writes.launched(owners, name, line)
@@ -138,11 +145,14 @@ class Instruments:
         def wrap(orig, keep_values: bool):
             def alloc(*args, **kwargs):
                 t = orig(*args, **kwargs)
-                if not inst.active or not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+                if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.device.type == "meta":
                     return t
                 if sys._getframe(1).f_code.co_filename != inst.path:
                     return t  # Triton's or torch's own allocations (the interpreter copies buffers) stay plain
-                if t.device.type == "meta":
+                if not inst.active:  # the submission's, at its import: a workspace it may keep (the op audit
+                    register([t])    # does not see it as the submission's, this wrapper standing between)
+                    if memory_check.LEDGER is not None:
+                        memory_check.LEDGER.wrote([t])
                     return t
                 buf, view, offset = guards.guarded_like(t, empty=inst._orig_empty)
                 if keep_values:
@@ -152,6 +162,8 @@ class Instruments:
                 inst.allocs.append((buf, view, offset))
                 if inst.writes is not None:
                     inst.writes.allocated(len(inst.allocs) - 1)
+                if memory_check.LEDGER is not None:
+                    memory_check.LEDGER.wrote([buf])
                 register([view])
                 return view
 
@@ -164,6 +176,13 @@ class Instruments:
 
     def reset(self) -> None:
         self.launches, self.allocs, self.calls = [], [], []
+
+
+def _labelled(kernel, args: tuple, kwargs: dict) -> list[tuple[str, torch.Tensor]]:
+    """A launch's tensor arguments with their parameter names."""
+    names = _arg_names(kernel)
+    found = [(names[k] if k < len(names) else f"#{k}", a) for k, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    return found + [(str(k), v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
 
 
 def _arg_names(kernel) -> list[str]:
@@ -427,8 +446,11 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     start = time.perf_counter()
     result = None
     inst.active = True
-    window = audit.window({buf.untyped_storage().data_ptr() for buf, _, _ in inputs}) if audit \
-        else contextlib.nullcontext()
+    storages = {buf.untyped_storage().data_ptr() for buf, _, _ in inputs}
+    window = audit.window(storages) if audit else contextlib.nullcontext()
+    ledger = memory_check.LEDGER
+    if ledger is not None:
+        ledger.start(storages)
     printed = Printed()
     try:
         with window, (view() if view else contextlib.nullcontext()), contextlib.redirect_stdout(printed), \
@@ -442,6 +464,8 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
         inst.active = False
         if audit:
             record["torch_ops"] = audit.result()
+        if ledger is not None:
+            record["memory"] = ledger.take()
         if inst.provenance is not None:
             inst.provenance.returned(result)
             record["provenance"] = inst.provenance.stop()
@@ -723,6 +747,8 @@ def main(job_file: Path, records_fd: int) -> int:
             bounds.install()
         if job.writes and not job.warm:
             inst.writes = WriteWatch(path)
+        if job.provenance and not job.warm:  # the memory check (grader/worker/memory_check.py), from the import on
+            memory_check.install()
         os.environ.update((job.launch or {}).get("env") or {})
         with audit.window(), stages.stage("import"):
             module = _load_module("submission", path)

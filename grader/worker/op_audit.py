@@ -42,7 +42,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.protocol import torch_ops
-from grader.worker import provenance
+from grader.worker import memory_check, provenance
 
 MAX_RECORDS = 256
 """Distinct (op, line, scalar) records kept per window; more are counted in the last one."""
@@ -186,10 +186,17 @@ class _Dispatch(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         name = func.overloadpacket.__name__
         name = "item" if name == "_local_scalar_dense" else name
         line = self.audit.attribute(name)
+        ledger = memory_check.LEDGER
+        if ledger is not None and line is not None:  # what the submission's operation reads is as last written
+            ledger.check([("", t) for t in _flat((args, kwargs))], "op", name, line)
+        out = func(*args, **kwargs)
+        if ledger is not None:  # a tracked writer: what it wrote, and (the submission's) what it made
+            ledger.wrote(memory_check.written_args(func, args, kwargs))
+            if line is not None:
+                ledger.wrote(_flat(out), new_only=True)
         if line is not None:
             self.audit.note(name, line, _flat((args, kwargs)), _flat(out))
             provenance.register(_flat(out))

@@ -170,6 +170,8 @@ class Provenance:
         return storage.data_ptr() in self.flow or _known_before(storage.data_ptr())
 
     def _note(self, value) -> list | None:
+        if isinstance(value, Nested):
+            return value.note()
         if isinstance(value, torch.Tensor):
             return None if self.in_flow(value) else fingerprint(value)
         return scalar(value)
@@ -251,13 +253,57 @@ def grid_note(grid, names: list[str], args: tuple, kwargs: dict) -> list:
     return ["o", type(grid).__name__]
 
 
+MAX_DEPTH = 4
+"""Levels of nested lists, tuples and dicts noted one leaf at a time; what lies deeper is noted as one `Nested`."""
+MAX_ITEMS = 256
+"""Items of one list, tuple or dict noted one at a time; the rest is noted as one `Nested`."""
+MAX_LEAVES = 65536
+"""Leaves a `Nested` digests; past it, the count of the rest stands for them."""
+
+
+class Nested:
+    """What lies past MAX_DEPTH or MAX_ITEMS in an argument: noted as one digest of every leaf in it, so that codes
+    hidden five tuples deep or past the 256th item still set the two calls apart (a tensor in it by its bytes, in
+    flow or not)."""
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def note(self) -> list:
+        digest, count = hashlib.sha256(), 0
+        stack = [self.value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, (list, tuple)):
+                stack.extend(reversed(v))
+                digest.update(b"(" if isinstance(v, tuple) else b"[")
+                continue
+            if isinstance(v, dict):
+                stack.extend(reversed([x for kv in v.items() for x in kv]))
+                digest.update(b"{")
+                continue
+            count += 1
+            if count > MAX_LEAVES:
+                digest.update(str(len(stack)).encode())
+                break
+            note = fingerprint(v) if isinstance(v, torch.Tensor) else scalar(v)
+            digest.update(repr(note if note is not None else type(v).__name__).encode())
+        return ["s", digest.hexdigest()]
+
+
 def _walk(value, path: str, depth: int = 0):
-    """(path, leaf) for each tensor and plain value in nested lists, tuples and dicts (bounded depth)."""
-    if isinstance(value, (list, tuple)) and depth < 4:
-        for k, v in enumerate(value[:256]):
-            yield from _walk(v, f"{path}[{k}]" if path else f"#{k}", depth + 1)
-    elif isinstance(value, dict) and depth < 4:
-        for k, v in list(value.items())[:256]:
-            yield from _walk(v, f"{path}.{k}" if path else str(k), depth + 1)
+    """(path, leaf) for each tensor and plain value in nested lists, tuples and dicts; past MAX_DEPTH levels or
+    MAX_ITEMS items, the rest as one `Nested` leaf."""
+    if isinstance(value, (list, tuple, dict)):
+        items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+        if depth >= MAX_DEPTH:
+            yield path, Nested(value)
+            return
+        for k, v in items[:MAX_ITEMS]:
+            label = (f"{path}.{k}" if isinstance(value, dict) else f"{path}[{k}]") if path else \
+                (str(k) if isinstance(value, dict) else f"#{k}")
+            yield from _walk(v, label, depth + 1)
+        if len(items) > MAX_ITEMS:
+            yield (f"{path}.rest" if path else "rest"), Nested([v for _, v in items[MAX_ITEMS:]])
     else:
         yield path, value
