@@ -29,7 +29,7 @@ def test_scalar_outputs_accept_both_shapes_and_only_those():
 
 def test_right_files_are_graded_by_selftest():
     assert load_task(TASK10).right == ["absmax_one_element.py", "absmax_python_float.py", "constant_tables.py",
-                                       "launcher_class.py"]
+                                       "launcher_class.py", "workspace_and_tuple.py"]
     assert load_task(TASK13).right == ["absmax_zero_dim.py"]
     # rint bound by name: the GPU compile check once reported this correct kernel as one that does not compile
     assert load_task(ROOT / "tasks" / "11_quantize_rowwise_int8").right == ["helpers_and_config_function.py",

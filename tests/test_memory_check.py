@@ -156,3 +156,30 @@ def test_a_file_caught_in_one_case_earns_no_points_for_the_tasks_cases(task10, c
     assert "## Caught doing a task's work outside its kernels" in summary
     listed = summary.split("## Caught doing a task's work outside its kernels")[1]
     assert "- ann: " in listed and "n127" in listed and "change with the input values" in listed, listed
+
+
+def test_a_table_made_in_the_graded_call_and_kept_does_not_set_the_twin_apart():
+    """A workspace or table made lazily in the first call (on CUDA, right/workspace_and_tuple.py makes its
+    workspace so) is in flow in the twin, which comes later: an operation on it alone is a checkpoint in both
+    calls. Before, the graded call had no checkpoint there and the twin had one: "did other work"."""
+    kept: dict = {}
+
+    def call(x):
+        if "ws" not in kept:
+            kept["ws"] = torch.zeros(16)
+            worker_provenance.register([kept["ws"]])  # a guarded allocation, as the worker registers it
+        part = kept["ws"][:4]
+        rec.op("slice", 3, (kept["ws"], 0, 0, 4), {}, part)
+        rec.op("copy_", 3, (part, x), {}, part)
+        rec.launch("k", 4, ["a", "b"], (part, x), {})
+
+    records = []
+    for values in ([1.0, 2.0, 3.0, 4.0], [4.0, 3.0, 2.0, 1.0]):
+        x = torch.tensor(values)
+        worker_provenance.new_call()
+        rec = worker_provenance.Provenance()
+        rec.start([x])
+        call(x)
+        records.append(rec.stop())
+    assert [cp["name"] for cp in records[0]["checkpoints"]] == ["slice", "copy_", "k"]
+    assert provenance.compare(*records, 0) is None

@@ -747,8 +747,8 @@ def main(job_file: Path, records_fd: int) -> int:
             bounds.install()
         if job.writes and not job.warm:
             inst.writes = WriteWatch(path)
-        if job.provenance and not job.warm:  # the memory check (grader/worker/memory_check.py), from the import on
-            memory_check.install()
+        if job.provenance and not job.warm and job.cases:  # the memory check (grader/worker/memory_check.py),
+            memory_check.install()                             # from the import on, in the calls that are judged
         os.environ.update((job.launch or {}).get("env") or {})
         with audit.window(), stages.stage("import"):
             module = _load_module("submission", path)
@@ -846,6 +846,7 @@ def main(job_file: Path, records_fd: int) -> int:
         if any(r.get("fatal") for r in runs):
             status({"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
             return 3
+    memory_check.LEDGER = None  # timed calls run as they would without the grader: no copies between launches
     for item in job.perf:
         t_perf = time.perf_counter()
         status({"perf": item.test})

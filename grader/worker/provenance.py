@@ -81,6 +81,12 @@ def _known_at(ptr: int) -> bool:
     return storage is not None and storage.data_ptr() == ptr
 
 
+def _seen(t: torch.Tensor) -> bool:
+    """Whether the worker saw this tensor's storage made or used (`register`), in this call or before."""
+    storage = _storage(t)
+    return storage is not None and _known_at(storage.data_ptr())
+
+
 def _known_before(ptr: int) -> bool:
     return _known_at(ptr) and _KNOWN[ptr][1] < _CALL[0]
 
@@ -186,19 +192,23 @@ class Provenance:
 
     def op(self, name: str, line: int | None, args: tuple, kwargs: dict, out) -> None:
         """After a torch operation of the submission. One that takes a tensor in flow puts its results in flow,
-        and is a checkpoint: its other arguments as noted (in-place ones as they are after it). One that takes
-        none is not: its results are not in flow, so they are noted wherever they go on to a checkpoint. (So a
-        constant table made only in a call's first call, and kept, does not set the two calls apart.)"""
+        and is a checkpoint: its other arguments as noted (in-place ones as they are after it). So is one that
+        takes a tensor the worker saw made, in this call or before (`register`), though its results are not in
+        flow: a table or workspace made in the graded call and kept is in flow in the twin, which comes later, and
+        an operation on it alone must be a checkpoint in both calls, or the two would differ in their work. One
+        that takes neither is not: its results are noted wherever they go on to a checkpoint."""
         if not self.active:
             return
         flat = list(_walk(args, "")) + list(_walk(kwargs, ""))
-        if not any(isinstance(v, torch.Tensor) and self.in_flow(v) for _, v in flat):
+        flowing = any(isinstance(v, torch.Tensor) and self.in_flow(v) for _, v in flat)
+        if not flowing and not any(isinstance(v, torch.Tensor) and _seen(v) for _, v in flat):
             return
         noted = [[path, n] for path, v in flat if (n := self._note(v)) is not None]
         self._add("op", name, line, noted)
-        for _, t in _walk(out, ""):
-            if isinstance(t, torch.Tensor):
-                self._hold(t)
+        if flowing:
+            for _, t in _walk(out, ""):
+                if isinstance(t, torch.Tensor):
+                    self._hold(t)
 
     def launch(self, kernel: str, line: int | None, names: list[str], args: tuple, kwargs: dict) -> None:
         """Before a kernel launch: each argument (by the kernel's parameter name where known) as noted."""
