@@ -165,6 +165,8 @@ class Instruments:
                 if memory_check.LEDGER is not None:
                     memory_check.LEDGER.wrote([buf])
                 register([view])
+                if inst.provenance is not None:
+                    inst.provenance.hold(view)
                 return view
 
             return alloc

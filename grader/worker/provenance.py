@@ -7,7 +7,7 @@ checkpoint (each torch operation the submission runs, each kernel launch, the ca
 is not **in flow**:
 
 * in flow: the call's inputs (and their views); every tensor a kernel launch received (a kernel may have written
-  it); the result of a torch operation any of whose tensor arguments was in flow; a tensor the worker saw made or
+  it); the call's guarded allocations (`hold`); the result of a torch operation any of whose tensor arguments was in flow; a tensor the worker saw made or
   used before the call began (`register`: a guarded allocation, a kernel's argument or a torch operation's result
   in an earlier call or at import, still alive: a workspace kept between calls; what is written into it during the
   call is noted where it is written);
@@ -79,12 +79,6 @@ def _known_at(ptr: int) -> bool:
     t = entry[0]() if entry is not None else None
     storage = _storage(t) if t is not None else None
     return storage is not None and storage.data_ptr() == ptr
-
-
-def _seen(t: torch.Tensor) -> bool:
-    """Whether the worker saw this tensor's storage made or used (`register`), in this call or before."""
-    storage = _storage(t)
-    return storage is not None and _known_at(storage.data_ptr())
 
 
 def _known_before(ptr: int) -> bool:
@@ -162,6 +156,14 @@ class Provenance:
 
     # ------------------------------------------------------------------------------------------- flow
 
+    def hold(self, t: torch.Tensor) -> None:
+        """A guarded allocation of the call is in flow from its start: a workspace made in the graded call and
+        kept is in flow in the twin, which comes later, so an operation on it alone is a checkpoint in both. What
+        is written into it is a checkpoint's (a launch, a torch operation on it); any other write is the memory
+        check's (grader/worker/memory_check.py), which holds it to the bytes it was allocated with."""
+        if self.active:
+            self._hold(t)
+
     def _hold(self, t: torch.Tensor) -> None:
         if t.device.type == "meta":
             return
@@ -192,23 +194,19 @@ class Provenance:
 
     def op(self, name: str, line: int | None, args: tuple, kwargs: dict, out) -> None:
         """After a torch operation of the submission. One that takes a tensor in flow puts its results in flow,
-        and is a checkpoint: its other arguments as noted (in-place ones as they are after it). So is one that
-        takes a tensor the worker saw made, in this call or before (`register`), though its results are not in
-        flow: a table or workspace made in the graded call and kept is in flow in the twin, which comes later, and
-        an operation on it alone must be a checkpoint in both calls, or the two would differ in their work. One
-        that takes neither is not: its results are noted wherever they go on to a checkpoint."""
+        and is a checkpoint: its other arguments as noted (in-place ones as they are after it). One that takes
+        none is not: its results are not in flow, so they are noted wherever they go on to a checkpoint. (So a
+        constant table made only in a call's first call, and kept, does not set the two calls apart.)"""
         if not self.active:
             return
         flat = list(_walk(args, "")) + list(_walk(kwargs, ""))
-        flowing = any(isinstance(v, torch.Tensor) and self.in_flow(v) for _, v in flat)
-        if not flowing and not any(isinstance(v, torch.Tensor) and _seen(v) for _, v in flat):
+        if not any(isinstance(v, torch.Tensor) and self.in_flow(v) for _, v in flat):
             return
         noted = [[path, n] for path, v in flat if (n := self._note(v)) is not None]
         self._add("op", name, line, noted)
-        if flowing:
-            for _, t in _walk(out, ""):
-                if isinstance(t, torch.Tensor):
-                    self._hold(t)
+        for _, t in _walk(out, ""):
+            if isinstance(t, torch.Tensor):
+                self._hold(t)
 
     def launch(self, kernel: str, line: int | None, names: list[str], args: tuple, kwargs: dict) -> None:
         """Before a kernel launch: each argument (by the kernel's parameter name where known) as noted."""
