@@ -7,7 +7,8 @@ checkpoint (each torch operation the submission runs, each kernel launch, the ca
 is not **in flow**:
 
 * in flow: the call's inputs (and their views); every tensor a kernel launch received (a kernel may have written
-  it); the call's guarded allocations (`hold`); the result of a torch operation any of whose tensor arguments was in flow; a tensor the worker saw made or
+  it); the call's guarded allocations (`hold`); the result of a torch operation any of whose tensor arguments
+  was in flow; a tensor the worker saw made or
   used before the call began (`register`: a guarded allocation, a kernel's argument or a torch operation's result
   in an earlier call or at import, still alive: a workspace kept between calls; what is written into it during the
   call is noted where it is written);
