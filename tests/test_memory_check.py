@@ -190,3 +190,16 @@ def test_a_workspace_made_in_the_graded_call_and_kept_does_not_set_the_twin_apar
         records.append(rec.stop())
     assert [cp["name"] for cp in records[0]["checkpoints"]] == ["slice", "copy_", "k"]
     assert provenance.compare(*records, 0) is None
+
+
+def test_codes_packed_into_one_int_are_stopped_by_the_provenance_check_alone(task10, cfg, monkeypatch):
+    """wrong/constexpr_int_codes.py packs a case's codes into one Python int handed as a tl.constexpr: one
+    differing number, within the allowance of four, but of 8 bits per element. Every other layer off (the static
+    policy, the write check, the op audit's policy), the provenance check fails the 127-element case by the
+    number's bits; at 03993fa the file earned 0.45 of task 10's 2 points (its cases of 1 and 127 elements and the
+    autotune test)."""
+    monkeypatch.setattr(torch_ops, "check", lambda *a, **k: None)
+    one = task10.subset({"n127_fp16"}, autotune_points=0.0)
+    (result,) = _grade([Job(one, TASK10 / "wrong" / "constexpr_int_codes.py", "c")], cfg)
+    case = _tests(result)["n127_fp16"]
+    assert case.outcome == "failed" and "more than a 64-bit number" in case.message, case.message
