@@ -203,3 +203,24 @@ def test_codes_packed_into_one_int_are_stopped_by_the_provenance_check_alone(tas
     (result,) = _grade([Job(one, TASK10 / "wrong" / "constexpr_int_codes.py", "c")], cfg)
     case = _tests(result)["n127_fp16"]
     assert case.outcome == "failed" and "more than a 64-bit number" in case.message, case.message
+
+
+@pytest.mark.parametrize("events", [
+    "not a list", [1], [{"at": "launch"}], [{"at": "elsewhere", "name": "k", "arg": "a", "bytes": 1, "line": 1}],
+    [{"at": "op", "name": "k", "arg": "a", "bytes": "8 GB", "line": 1}],
+    [{"at": "op", "name": "k", "arg": "a", "bytes": 1, "line": "1; rm -rf"}],
+])
+def test_a_garbled_memory_record_is_that_calls_failure(events):
+    from grader.judge.writes import memory_problems
+
+    assert memory_problems(events) == ["the worker's record of the memory check is garbled"]
+
+
+def test_no_worker_text_reaches_the_memory_checks_message():
+    from grader.judge.writes import memory_problems
+
+    (message,) = memory_problems([{"at": "launch", "name": "<b>k</b>\x1b[31m", "arg": "=HYPERLINK(\"x\")",
+                                   "bytes": 3, "line": 7}])
+    assert "<b>" not in message and "\x1b" not in message and "HYPERLINK" not in message
+    assert message.startswith("a buffer it received to the launch of a kernel at line 7 held 3 byte(s)")
+    assert memory_problems(None) == []  # the check was off

@@ -227,6 +227,8 @@ class GradingContext:
     tritons: Tritons = field(default_factory=Tritons)
     """The triton grading here and the course's: what a known error's message names (grader/judge/known_errors.py)."""
     _verdicts: dict[int, judge.Verdict] = field(default_factory=dict)
+    caught_at: int | None = None
+    """The first case that caught the file doing the task's work outside its kernels (`case_verdict`)."""
     speed_pending: bool = False
     """The first pass of a job with speed tests: its cases are judged while its timing worker runs; the speed
     tests say so (grader/pipeline/grading.py `first_pass`)."""
@@ -295,16 +297,14 @@ class GradingContext:
         other case fails too, saying where it was caught."""
         if not self._verdicts:
             verdicts = {i: self._case_verdict(i) for i in range(len(self.cases))}
-            where = next(((i, v) for i, v in verdicts.items() if v.caught), None)
-            if where is not None:
-                case = self.task.cases[where[0]]
-                where_said = f"case {case.id}" if case.visibility == "public" else "a hidden case"
+            self.caught_at = next((i for i, v in verdicts.items() if v.caught), None)
+            if self.caught_at is not None:
+                case = self.task.cases[self.caught_at]
+                where = f"case {case.id}" if case.visibility == "public" else "a hidden case"
                 for i, v in verdicts.items():
-                    if i != where[0]:
-                        verdicts[i] = withheld(v, where_said, where[1].caught)
+                    if i != self.caught_at:
+                        verdicts[i] = withheld(v, where, verdicts[self.caught_at].caught)
             self._verdicts.update(verdicts)
-        if index not in self._verdicts:
-            self._verdicts[index] = self._case_verdict(index)
         return self._verdicts[index]
 
     def _case_verdict(self, index: int) -> judge.Verdict:
@@ -390,14 +390,11 @@ def run_suite(ctx: GradingContext, folders: JobFolders) -> tuple[dict[str, dict]
     return entries, out.getvalue()
 
 
-WITHHELD_END = "earns no points for the task's cases"
-
-
 def withheld(verdict: judge.Verdict, where: str, caught: str) -> judge.Verdict:
     """A case's verdict when the case `where` ("case ID", or "a hidden case") caught the file doing the task's work
     outside its kernels."""
     line = (f"points withheld: in {where} this file did the task's work outside its kernels (that case's test says "
-            f"how); a file caught so in any case {WITHHELD_END}")
+            "how); a file caught so in any case earns no points for the task's cases")
     message = line if verdict.ok else f"{verdict.message}\n{line}"
     return dataclasses.replace(verdict, ok=False, message=message, caught=caught)
 
@@ -495,8 +492,8 @@ def build_result(job: Job, ctx: GradingContext, entries: dict[str, dict], pytest
         staff["notebook"] = {"cells": list(job.notebook.cells),
                              "graded_source": job.notebook.source.decode(errors="replace")[-20000:]}
     pictures = {job.task.cases[i].id: v.picture for i, v in ctx._verdicts.items() if v.picture}
-    caught = next(({"case": job.task.cases[i].id, "why": v.caught} for i, v in sorted(ctx._verdicts.items())
-                   if v.caught and not v.message.endswith(WITHHELD_END)), {})
+    at = ctx.caught_at
+    caught = {"case": job.task.cases[at].id, "why": ctx._verdicts[at].caught} if at is not None else {}
     outcome = {t.name: t.outcome for t in tests}
     diagnosis = diagnose([(c.params_for(ctx.device), outcome[c.id] == Outcome.PASSED.label) for c in job.task.cases
                           if c.visibility == "public" and outcome.get(c.id) in (Outcome.PASSED.label,
