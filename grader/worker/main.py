@@ -102,14 +102,13 @@ class Instruments:
                 if kwargs.get("warmup", False):  # a compilation without a launch (grader/worker/parallel_compile.py)
                     return _orig(self, *args, **kwargs)
                 watched = None
+                tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+                name = getattr(getattr(self, "fn", None), "__name__", type(self).__name__)
                 ledger = memory_check.LEDGER
                 if ledger is not None:  # the memory check: each buffer holds what its last tracked writer left
-                    ledger.check(_labelled(self, args, kwargs), "launch",
-                                 getattr(getattr(self, "fn", None), "__name__", type(self).__name__),
-                                 lambda: submission_line(inst.path, 1))
+                    ledger.check(_labelled(args, kwargs), "launch", name, lambda: submission_line(inst.path, 1),
+                                 names=lambda: _arg_names(self))
                 if inst.active:
-                    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-                    name = getattr(getattr(self, "fn", None), "__name__", type(self).__name__)
                     launch = {"kernel": name, "ptrs": [t.data_ptr() for t in tensors]}
                     if inst.gpu_check is not None and type(self).__name__ == "InterpretedFunction":
                         launch["gpu_compile"] = inst.gpu_check.check(self.fn, args, kwargs)
@@ -129,7 +128,7 @@ class Instruments:
                         inst.gate.touch()  # the GPU is in use: a hold let go while the call idled is taken again
                     out = _orig(self, *args, **kwargs)
                 if ledger is not None:
-                    ledger.wrote([a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)])
+                    ledger.wrote(tensors)
                 if watched is not None and watched[0]:
                     owners, line, name = watched
                     inst.writes.launched(owners, name, line)
@@ -180,10 +179,9 @@ class Instruments:
         self.launches, self.allocs, self.calls = [], [], []
 
 
-def _labelled(kernel, args: tuple, kwargs: dict) -> list[tuple[str, torch.Tensor]]:
-    """A launch's tensor arguments with their parameter names."""
-    names = _arg_names(kernel)
-    found = [(names[k] if k < len(names) else f"#{k}", a) for k, a in enumerate(args) if isinstance(a, torch.Tensor)]
+def _labelled(args: tuple, kwargs: dict) -> list[tuple[int | str, torch.Tensor]]:
+    """A launch's tensor arguments with their positions (named once an event needs it) or keywords."""
+    found: list[tuple[int | str, torch.Tensor]] = [(k, a) for k, a in enumerate(args) if isinstance(a, torch.Tensor)]
     return found + [(str(k), v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
 
 

@@ -108,10 +108,12 @@ class Ledger:
 
     # ------------------------------------------------------------------------------------------- checks
 
-    def check(self, labelled: list[tuple[str, torch.Tensor]], at: str, name: str, line) -> None:
+    def check(self, labelled: list[tuple[int | str, torch.Tensor]], at: str, name: str, line,
+              names=lambda: []) -> None:
         """At a launch (`at` "launch") or a torch operation ("op") named `name`: each kept buffer among the
-        arguments (label, tensor) must hold what its last tracked writer left. `line`: the submission's line, or
-        a function that finds it (only looked up for an event)."""
+        arguments (label, tensor) must hold what its last tracked writer left. A label is a keyword, or a position
+        that `names()` (the kernel's parameter names) turns into one; `line` is the submission's line, or a
+        function that finds it. Both are only looked up for an event."""
         seen: set[int] = set()
         for label, t in labelled:
             storage = _storage(t)
@@ -130,6 +132,9 @@ class Ledger:
             differ = int((now != kept).sum()) if now.shape == kept.shape else int(max(now.numel(), kept.numel()))
             if len(self.events) < MAX_EVENTS:
                 where = line() if callable(line) else line
+                if isinstance(label, int):
+                    params = names()
+                    label = params[label] if label < len(params) else f"#{label}"
                 self.events.append({"at": at, "name": name, "line": where if type(where) is int else None,
                                     "arg": label, "bytes": differ})
             self._save(storage)  # reported once
