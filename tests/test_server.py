@@ -84,10 +84,18 @@ def test_submit_end_to_end_on_the_cpu_and_only_ones_own_results(server, tokens, 
     for s in bobs:  # ann cannot read bob's submissions: 404, as one that does not exist
         assert server.api("GET", f"/api/submissions/{s['id']}", tok["ann"]).status_code == 404
         assert server.api("GET", f"/api/submissions/{s['id']}", tok["bob"]).status_code == 200
+    # a TA's test upload: graded and shown to the TA, and in no view of the class
+    ta = submit_cli(server, tok["ta"], SOLUTION)
+    assert ta.returncode == 0 and "score: 1 / 1" in ta.stdout, ta.stdout + ta.stderr
+    assert server.api("GET", "/api/results", tok["ta"]).json()["submissions"][0]["state"] == "graded"
     # the course's views from the same ledger
     book = server.api("GET", "/api/staff/gradebook.csv", tok["ta"])
     assert book.status_code == 200
     rows = {r["student"]: r for r in csv.DictReader(book.text.splitlines())}
+    assert "ta" not in rows and "\nta," not in server.api("GET", "/api/staff/canvas.csv", tok["ta"]).text
+    assert "ta" not in {line.split(":")[0].lstrip("- ") for line in
+                        (server.data / "results" / "summary.md").read_text().splitlines()}
+    assert not (server.data / "results" / "ta" / "results.json").exists()
     assert rows["ann"][TASK] == "1.0" and rows["bob"][TASK] == "1.0"  # best of bob's two
     assert server.api("GET", "/api/staff/canvas.csv", tok["ann"]).status_code == 403
     book = server.api("GET", "/api/staff/canvas.csv", tok["ta"])  # the same totals, as Canvas's import reads them

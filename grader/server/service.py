@@ -320,6 +320,9 @@ class Server:
     def _publish(self, students: set[str]) -> None:
         """The course's views from the ledger, as batch ends with them: results.json per student, gradebook.csv,
         canvas.csv, summary.md and the leaderboard."""
+        # A staff member's upload is graded and shown to staff (their results and history), and is in no view of
+        # the class: not the gradebook, Canvas's file, the summary, the leaderboard or a Gradescope file.
+        students = students - set(self.sc.tokens.staff)
         everyone = sorted(set(self.sc.tokens.students) | students)
         ledger = Ledger(self.out / "ledger.sqlite")
         try:

@@ -123,3 +123,7 @@ class TokenBook:
     @property
     def students(self) -> list[str]:
         return sorted(name for name, role in self._by_hash.values() if role == "student")
+
+    @property
+    def staff(self) -> list[str]:
+        return sorted(name for name, role in self._by_hash.values() if role == "staff")
