@@ -1,5 +1,6 @@
 # make setup  .venv with torch (CPU build where none is installed), triton, the test tools, and the grader as the
-#             `triton-grader` command (EXTRAS="plots ray" for the Ray backend; TORCH_INDEX: see scripts/setup_venv.sh)
+#             `triton-grader` command (EXTRAS="plots ray" for the Ray backend, "plots server" for the submission
+#             server; run again with more extras to add them; TORCH_INDEX: see scripts/setup_venv.sh)
 # make test   lint, the docs' strict build (mkdocs), every task checked (tasks --check), the grader's own tests,
 #             and the selftest of every task on the CPU interpreter
 # make grade  grade the demo class in submissions/ into results/
@@ -8,10 +9,18 @@ DEVICE ?= auto
 
 .PHONY: setup test grade lint selftest clean
 
+EXTRAS ?= plots
+export EXTRAS
+
 .venv/.ready: scripts/setup_venv.sh pyproject.toml
 	./scripts/setup_venv.sh
 
+# Set up again when an extra asked for is not in the venv yet (`EXTRAS="plots server" make setup` on a venv made
+# with "plots"): setup_venv.sh records what it installed in .venv/.extras.
 setup: .venv/.ready
+	@missing=$$(for e in $(EXTRAS); do grep -qx "$$e" .venv/.extras 2>/dev/null || echo "$$e"; done); \
+	if [ -n "$$missing" ]; then echo "setup: adding the extras" $$missing; ./scripts/setup_venv.sh; \
+	else echo "setup: .venv is ready, with the extras" $$(cat .venv/.extras 2>/dev/null); fi
 
 lint: .venv/.ready
 	$(PYTHON) -m ruff check grader reference tests scripts conformance

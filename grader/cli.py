@@ -410,8 +410,18 @@ def _course(args: argparse.Namespace) -> int:
     return 0
 
 
+SERVER_EXTRA = ('the submission server needs FastAPI and uvicorn (the "server" extra): EXTRAS="plots server" make '
+                'setup, or .venv/bin/python -m pip install fastapi uvicorn')
+
+
 def _serve(args: argparse.Namespace, cfg, tasks: dict, device: str) -> int:
-    from grader.server.app import serve
+    try:
+        from grader.server.app import serve
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("fastapi", "uvicorn", "starlette", "h11"):
+            raise
+        print(f"serve: {SERVER_EXTRA}", file=sys.stderr)
+        return 2
     from grader.server.service import Server, ServerConfig
     from grader.server.tokens import TokenBook, TokenError
 

@@ -50,4 +50,8 @@ if ! "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e . 2>
        "this folder works all the same"
 fi
 "$VENV/bin/python" -c "import torch, triton, pytest_jsonreport, yaml; print('setup: torch', torch.__version__, 'triton', triton.__version__)"
+# What this venv has of the extras, for `make setup` to tell when one asked for is missing
+{ for extra in $EXTRAS; do echo "$extra"; done; cat "$VENV/.extras" 2>/dev/null || true; } | sort -u \
+  > "$VENV/.extras.new"
+mv "$VENV/.extras.new" "$VENV/.extras"
 touch "$VENV/.ready"
