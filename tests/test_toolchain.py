@@ -63,3 +63,16 @@ def test_a_block_pointer_kernel_is_graded_with_the_version_named():
     if result.environment.get("toolchain_note"):
         assert result.environment["toolchain_note"] in report.summary(result)
         assert result.student_json()["environment"]["toolchain_note"] == result.environment["toolchain_note"]
+
+
+def test_the_toolchains_warnings_are_the_graders_not_the_students_output(task10):
+    """tests/files/prints_and_warns.py prints a line and makes torch warn during its call (triton 3.9 warns too:
+    TRITON_DEFAULT_FP_FUSION is unset, with the grading machine's paths). The student's line is shown under the
+    failing test as theirs; a warning, whatever line it is attributed to, goes to the worker's log (staff)."""
+    one = task10.subset({"n127_fp16"}, autotune_points=0.0)
+    cfg = load_config(ROOT / "config.yaml")
+    (result,) = grade_jobs([Job(one, Path(__file__).parent / "files" / "prints_and_warns.py", "w")], cfg, "cpu")
+    case = next(t for t in result.tests if t.name == "n127_fp16")
+    assert case.outcome == "failed" and "hello from the student" in case.printed, case.printed
+    assert "Warning" not in case.printed and "Warning" not in report.summary(result.student_view())
+    assert "UserWarning: To copy construct from a tensor" in result.staff["worker_log"]

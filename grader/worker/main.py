@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 import traceback
+import warnings
 from pathlib import Path
 
 import torch
@@ -405,6 +406,24 @@ class Printed:
         return False
 
 
+@contextlib.contextmanager
+def toolchain_warnings():
+    """During a call, Python warnings go to the worker's log (staff read it), not to what the student printed: a
+    submission cannot issue one (the static policy leaves `warnings` out of reach), so every warning is torch's or
+    Triton's own (triton 3.9's `TRITON_DEFAULT_FP_FUSION is unset`, with the grading machine's paths), whatever
+    line it is attributed to. Told apart by the channel it comes through, not by its text."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _to_log
+        yield
+
+
+def _to_log(message, category, filename, lineno, file=None, line=None) -> None:
+    try:
+        sys.__stderr__.write(warnings.formatwarning(message, category, filename, lineno, line))
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 PRINTED_CHARS = 2000
 """The most of a call's printed output a record carries (the judge reads no more: judge.PRINTED_CHARS)."""
 
@@ -454,7 +473,7 @@ def run_case(entry, case: dict, device: str, inst: Instruments, tuners: list, co
     printed = Printed()
     try:
         with window, (view() if view else contextlib.nullcontext()), contextlib.redirect_stdout(printed), \
-                contextlib.redirect_stderr(printed):
+                contextlib.redirect_stderr(printed), toolchain_warnings():
             result = entry(*args, **kwargs)
         if device == "cuda":
             torch.cuda.synchronize()
