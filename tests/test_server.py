@@ -55,18 +55,29 @@ def test_health_tokens_and_refusals(server, tokens):
 
 def test_submit_end_to_end_on_the_cpu_and_only_ones_own_results(server, tokens, tmp_path):
     _, tok = tokens
+    import json
+
     out = tmp_path / "r.json"
     done = submit_cli(server, tok["ann"], SOLUTION, "--json", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "stored as submission" in done.stdout and "graded" in done.stdout
     assert "score: 1 / 1" in done.stdout, done.stdout
-    import json
-
     result = json.loads(out.read_text())
     assert result["score"] == result["max_score"] == 1.0 and result["task"] == TASK
     # the skeleton: graded (exit 0), no points
     skel = submit_cli(server, tok["bob"], SKELETON)
     assert skel.returncode == 0 and "score: 0 / 1" in skel.stdout, skel.stdout + skel.stderr
+    # nothing a student sees names a path of the server's disk: the file by the name it was handed in under,
+    # each picture by its case (and served by URL)
+    assert str(server.data) not in skel.stdout and "uploads" not in skel.stdout, skel.stdout
+    assert f"{TASK}  {SKELETON.name}" in skel.stdout, skel.stdout
+    (seen,) = server.api("GET", "/api/results", tok["bob"]).json()["submissions"]
+    assert str(server.data) not in json.dumps(seen)
+    drawn = [t for t in seen["result"]["tests"] if t.get("picture")]
+    assert drawn and drawn[0]["picture"] == f"{TASK}.{drawn[0]['name']}.png"
+    png = server.api("GET", f"/api/pictures/{seen['id']}/{drawn[0]['name']}", tok["bob"])
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+    assert server.api("GET", f"/api/pictures/{seen['id']}/{drawn[0]['name']}", tok["ann"]).status_code == 404
     # a notebook: its task's code cells are graded, as `grade` grades them
     import nbformat
 

@@ -582,9 +582,8 @@ def write_gradescope(out: Path, student: str, hw: Homework, board: list[leaderbo
             staff = path.with_suffix(".staff.json")
             shown = json.loads(staff.read_text())["tests"] if staff_view and staff.is_file() else data.get("tests", [])
             factor = data["score"] / data["raw_score"] if data.get("raw_score") else 1.0
-            pictures = {t["name"]: Path(t["picture"]).read_bytes() for t in shown  # report.save_pictures wrote them
-                        if t.get("picture") and Path(t["picture"]).parent == out / student
-                        and Path(t["picture"]).is_file()}
+            files = {t["name"]: report.picture_file(out / student, t["picture"]) for t in shown if t.get("picture")}
+            pictures = {name: path.read_bytes() for name, path in files.items() if path is not None}
             tests += gradescope.entries_of(task_id, shown, factor, pictures)
             # One lateness rule, said once: each test's points above are already scaled by the late factor (the
             # score the gradebook counts); the late entry and the line below say by how much, and from what.

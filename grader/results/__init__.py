@@ -4,6 +4,7 @@ views of it, the student's and the staff's (otter-grader keeps the same split)."
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 
 from grader.results.outcome import Outcome
 
@@ -65,6 +66,9 @@ class TaskResult:
     diagnosis: str = ""
     """One line naming the case parameter that separates the failing public cases from the passing ones
     (grader/judge/diagnosis.py), or "" when none does."""
+    submitted_as: str = ""
+    """The name the student handed the file in under (the submission server's upload keeps it under another
+    path); what the student's view names instead of `submission`, a path of the grading machine's disk."""
     caught: dict = field(default_factory=dict)
     """{case, why} when a case caught the file doing the task's work outside its kernels (grader/judge/data.py
     `Caught`): every case then earns 0, and the staff's summary lists it for a person to read. Empty otherwise."""
@@ -79,6 +83,11 @@ class TaskResult:
         visibility themselves, keep names and messages."""
         data = self.staff_json()
         data.pop("staff")
+        # No path of the grading machine: the file's own name, and each picture's name (beside the JSON)
+        data["submission"] = data.pop("submitted_as") or Path(self.submission).name
+        for test in data["tests"]:
+            if test.get("picture"):
+                test["picture"] = Path(test["picture"]).name
         secret = set()
         for k, test in enumerate((t for t in data["tests"] if t.get("visibility", "public") != "public"), 1):
             secret.add(test["name"])

@@ -88,6 +88,14 @@ def summary(result: TaskResult, staff: bool = False, only: set[str] | None = Non
     return "\n".join(lines)
 
 
+def picture_file(folder: Path, ref: str) -> Path | None:
+    """The picture a result names (`save_pictures`: a path in the staff JSON, its name in the student's), found in
+    `folder` only, or None."""
+    name = Path(ref).name
+    path = folder / name
+    return path if name.endswith(".png") and path.is_file() and not path.is_symlink() else None
+
+
 def save_pictures(result: TaskResult, folder: Path) -> None:
     """Write each failing test's picture as `folder/<task>.<test>.png` and name it in the test's result."""
     for test in result.tests:

@@ -25,6 +25,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from grader.course.batch import CANVAS
 from grader.gates.intake import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES
 from grader.gates.notebook import is_notebook
+from grader.results import report
 from grader.server.pages import STAFF_PAGE, STUDENT_PAGE
 from grader.server.service import Refused, Server
 
@@ -114,8 +115,9 @@ def create_app(server: Server) -> FastAPI:
             raise HTTPException(404, "no such submission of yours")
         shown = server.view(row)
         for t in (shown.get("result") or {}).get("tests", []):
-            path = Path(t.get("picture") or "")
-            if t.get("name") == test and path.is_file() and path.parent == server.out / student:
+            path = report.picture_file(server.out / student, t.get("picture") or "") if t.get("name") == test \
+                else None
+            if path is not None:
                 return Response(path.read_bytes(), media_type="image/png")
         raise HTTPException(404, "no picture for that test")
 

@@ -267,6 +267,7 @@ class Server:
         """A first pass (`r.pending`): the verdict shown at once, speed "pending"; the full result: the attempt in
         the ledger and its files, as `batch` records one."""
         p = self._planned(row, read=False)  # (a notebook is not extracted again: the ledger keeps its sha256)
+        r.submitted_as = row["filename"]  # the student's own name for it, not the upload's path
         report.save_pictures(r, self.out / p.student)
         verdict_at = (self.queue.get(row["id"]) or {}).get("verdict_at") or dt.datetime.now(dt.timezone.utc)\
             .isoformat()
