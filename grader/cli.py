@@ -436,8 +436,10 @@ def _serve(args: argparse.Namespace, cfg, tasks: dict, device: str) -> int:
                                  workers=args.workers, rate_per_minute=args.rate_per_minute,
                                  backend=args.backend, address=args.address))
     server.paused = args.paused
-    print(f"serving {args.homework} on http://{args.host}:{args.port} ({device}); data in {args.data}", flush=True)
-    serve(server, args.host, args.port)
+    for line in server.warnings():
+        print(f"serve: warning: {line}", file=sys.stderr, flush=True)
+    serve(server, args.host, args.port, listening=lambda: print(
+        f"serving {args.homework} on http://{args.host}:{args.port} ({device}); data in {args.data}", flush=True))
     return 0
 
 

@@ -8,10 +8,13 @@ import csv
 import datetime as dt
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 from server_support import SKELETON, SOLUTION, TASK, Served, submit_cli, variant  # noqa: E402
 
+from grader.config import ROOT  # noqa: E402
 from grader.server.service import Queue  # noqa: E402
 
 
@@ -225,3 +228,28 @@ def test_a_token_never_reads_as_an_option(tmp_path):
     assert args.token == "-Tr_PTQmghi-d4Qus" and args.task == "t"
     with pytest.raises(SystemExit):
         build_parser().parse_args(argv)  # what argparse alone does with it
+
+
+def test_serve_warns_at_start_of_what_refuses_every_upload_and_says_serving_only_once_listening(tmp_path, tokens):
+    """README's own example served a homework closed by date and said nothing; "serving ..." was printed before a
+    busy port's bind error."""
+    (tmp_path / "late").mkdir()
+    late = Served(tmp_path / "late", tokens[0])
+    late.set_clock("2027-03-01T12:00:00+00:00")  # far past the puzzles' deadline and late limit
+    late.start()
+    try:
+        log = late.log.read_text()
+        assert "serve: warning: puzzles closed: its deadline was" in log and "every upload will be refused" in log
+        assert "serve: warning: grading on the CPU" in log
+        assert log.index("serve: warning") < log.index("serving puzzles on http://127.0.0.1:")
+        # a second server on the busy port: uvicorn's error, and no "serving" line
+        busy = tmp_path / "busy.log"
+        cmd = [sys.executable, "-m", "grader", "serve", "--homework", "puzzles", "--tokens", str(tokens[0]),
+               "--data", str(tmp_path / "other"), "--port", str(late.port), "--device", "cpu"]
+        with open(busy, "wb") as out:
+            done = subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=120)
+        said = busy.read_text()
+        assert done.returncode != 0 and "address already in use" in said.lower(), said
+        assert "serving puzzles" not in said, said
+    finally:
+        late.stop()

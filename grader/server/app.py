@@ -173,16 +173,24 @@ def create_app(server: Server) -> FastAPI:
     return app
 
 
-def serve(server: Server, host: str, port: int) -> None:
+def serve(server: Server, host: str, port: int, listening=lambda: None) -> None:
+    """Run the service on host:port until stopped; `listening()` once the socket is bound (not before: a busy
+    port ends here with uvicorn's one line, and nothing said "serving")."""
     import uvicorn
 
     from grader.server.http import GuardedH11Protocol
+
+    class Listening(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                listening()
 
     server.start()
     try:
         # no limit_concurrency: uvicorn counts idle connections against it, so slow clients made every request
         # answer 503; grader/server/http.py bounds them by address and by a deadline for their headers
-        uvicorn.run(create_app(server), host=host, port=port, log_level="warning", timeout_keep_alive=5,
-                    http=GuardedH11Protocol)
+        Listening(uvicorn.Config(create_app(server), host=host, port=port, log_level="warning",
+                                 timeout_keep_alive=5, http=GuardedH11Protocol)).run()
     finally:
         server.stop()

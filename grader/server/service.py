@@ -94,6 +94,23 @@ class Server:
         with self.queue.wake:
             self.queue.wake.notify_all()
 
+    def warnings(self) -> list[str]:
+        """What the TA should know before students arrive: what would refuse every upload, and where it grades."""
+        found = []
+        when = now(self.sc.clock_file)
+        days = batch.late_days(when, self.hw.deadline)
+        if days and batch.late_factor(days, self.hw) == 0.0:
+            found.append(f"{self.hw.id} closed: its deadline was {self.hw.deadline.isoformat()} and its late policy "
+                         f"gives no points after {self.hw.late_max_days} day(s), so every upload will be refused "
+                         "(config.yaml: homeworks.<id>.deadline, late_max_days)")
+        if not self.sc.tokens.students:
+            found.append("tokens.csv holds no student's token: only staff can sign in (python -m grader tokens "
+                         "ROSTER --out tokens.csv)")
+        if self.sc.device == "cpu":
+            found.append("grading on the CPU (Triton's interpreter, the cases' CPU sizes, no speed tests): no GPU is "
+                         "visible here")
+        return found
+
     # ------------------------------------------------------------------------------------------- submitting
     def submit(self, student: str, task_id: str, filename: str, data: bytes) -> dict:
         """Store a submission or refuse it (Refused, with the HTTP status and the reason)."""
