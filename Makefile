@@ -31,9 +31,9 @@ test: export GRADER_TESTS_NEED_RAY = 1
 test: export GRADER_TESTS_NEED_BROWSER = 1
 test: .venv/.ready lint
 	@# a venv made by `make grade` or `make setup` lacks the extras the tests use: install them, never skip in silence
-	@$(PYTHON) -c "import ray, matplotlib, fastapi, uvicorn, selenium, mkdocs, xdist" 2>/dev/null || { echo "make test: \
+	@$(PYTHON) -c "import ray, matplotlib, fastapi, uvicorn, jinja2, selenium, mkdocs, xdist" 2>/dev/null || { echo "make test: \
 		installing the extras (plots ray server, the test tools) into the venv"; \
-		$(PYTHON) -m pip install -q matplotlib ray fastapi uvicorn selenium mkdocs pytest-xdist; }
+		$(PYTHON) -m pip install -q matplotlib ray fastapi uvicorn jinja2 selenium mkdocs pytest-xdist; }
 	$(PYTHON) -m mkdocs build --strict --site-dir site -q  # the docs: no broken link, no page missing from the nav
 	$(PYTHON) -m grader tasks --check
 	@# four test processes on CI's two cores: most tests wait (on workers, time limits, a subprocess), and one

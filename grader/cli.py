@@ -410,15 +410,15 @@ def _course(args: argparse.Namespace) -> int:
     return 0
 
 
-SERVER_EXTRA = ('the submission server needs FastAPI and uvicorn (the "server" extra): EXTRAS="plots server" make '
-                'setup, or .venv/bin/python -m pip install fastapi uvicorn')
+SERVER_EXTRA = ('the submission server needs FastAPI, uvicorn and Jinja2 (the "server" extra): '
+                'EXTRAS="plots server" make setup, or .venv/bin/python -m pip install fastapi uvicorn jinja2')
 
 
 def _serve(args: argparse.Namespace, cfg, tasks: dict, device: str) -> int:
     try:
         from grader.server.app import serve
     except ModuleNotFoundError as exc:
-        if exc.name not in ("fastapi", "uvicorn", "starlette", "h11"):
+        if exc.name not in ("fastapi", "uvicorn", "starlette", "h11", "jinja2"):
             raise
         print(f"serve: {SERVER_EXTRA}", file=sys.stderr)
         return 2

@@ -19,7 +19,7 @@
 # Logs go to $OUT (what the device tool brings back).
 set -o pipefail
 WHEELS="annotated_doc==0.0.7 annotated_types==0.8.0 fastapi==0.165.0 fastjsonschema==2.22.3 jsonschema==4.26.0
-jsonschema_specifications==2025.9.1 jupyter_core==5.9.1 nbformat==5.11.1 opentelemetry_api==1.45.2
+jinja2==3.1.6 jsonschema_specifications==2025.9.1 jupyter_core==5.9.1 nbformat==5.11.1 opentelemetry_api==1.45.2
 platformdirs==4.14.9 pydantic==2.14.4 pydantic_core==2.50.5 pytest_json_report==1.5.0 pytest_metadata==3.1.1
 referencing==0.37.0 rpds_py==2026.9.1 starlette==1.10.0 traitlets==5.16.1 typing_extensions==4.16.0
 typing_inspection==0.4.5 uvicorn==0.54.0"

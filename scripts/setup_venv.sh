@@ -25,7 +25,7 @@ for extra in $EXTRAS; do
   case $extra in
     plots) extras+=(matplotlib) ;;
     ray) extras+=(ray) ;;
-    server) extras+=(fastapi uvicorn selenium) ;;
+    server) extras+=(fastapi uvicorn jinja2 selenium) ;;
     *) echo "setup: unknown extra '$extra' (plots, ray, server)" >&2; exit 2 ;;
   esac
 done

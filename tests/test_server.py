@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from server_support import SKELETON, SOLUTION, TASK, Served, submit_cli, variant  # noqa: E402
@@ -142,6 +143,9 @@ def test_the_queue_order_is_round_robin_and_survives_a_restart(tmp_path):
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 NEED_BROWSER = os.environ.get("GRADER_TESTS_NEED_BROWSER") == "1"  # make test: never skip in silence
+SCREENSHOTS = Path(os.environ.get("GRADER_SCREENSHOTS") or ROOT / "build" / "screenshots")
+"""Where the browser test keeps a screenshot of each page (git-ignored; the note of a change shows them)."""
+SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
 
 @pytest.mark.skipif(not NEED_BROWSER and not (CHROMIUM and CHROMEDRIVER),
@@ -162,6 +166,7 @@ def test_a_browser_signs_in_uploads_a_file_and_sees_its_verdict(server, tokens, 
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"):
         options.add_argument(flag)
+    options.add_argument("--window-size=1280,1000")
     # A file name holding markup: shown as its characters, never as an element.
     hostile = tmp_path / 'x<img src=x onerror="document.title=1">.py'
     hostile.write_text(SOLUTION.read_text() + "\n# graded in the browser\n")
@@ -188,8 +193,63 @@ def test_a_browser_signs_in_uploads_a_file_and_sees_its_verdict(server, tokens, 
         except TimeoutException:
             pytest.fail(f"the attempts table never showed the upload: {cells(driver)}")
         assert driver.find_elements(By.CSS_SELECTOR, "#attempts img") == [] and driver.title != "1"
+
+        # The page as a product: per task the best score, the attempts used of the maximum, the last verdict; the
+        # deadline in the reader's own time with a countdown; times without microseconds.
+        summary = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#tasks tr:first-child td")]
+        assert summary[:3] == [TASK, "1 / 1", "1 of 100 used"] and summary[3].startswith("graded"), summary
+        deadline = driver.find_element(By.ID, "deadline").text
+        assert "(your time)" in deadline and "left" in deadline, deadline
+        assert not any("." in c for c in cells(driver) if ":" in c and "20" in c)  # no 12:00:00.123456
+        # The same file again: said to be a repeat that used no attempt.
+        driver.find_element(By.ID, "file").send_keys(str(hostile))
+        driver.find_element(By.ID, "submit-button").click()
+        WebDriverWait(driver, 60).until(lambda d: "no attempt was used" in d.find_element(By.ID, "state").text)
+        # A failing file: its report wraps to the window (no sideways scrolling at 1280 pixels), pictures shown.
+        driver.find_element(By.ID, "file").send_keys(str(SKELETON))
+        driver.find_element(By.ID, "submit-button").click()
+        WebDriverWait(driver, 240).until(lambda d: "score 0 / 1" in d.find_element(By.ID, "state").text)
+        WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#pictures img"))
+        fits = driver.execute_script(
+            "const r = document.getElementById('report');"
+            "return [document.documentElement.scrollWidth, window.innerWidth, r.scrollWidth, r.clientWidth,"
+            " r.textContent.length];")
+        assert fits[0] <= fits[1] and fits[2] <= fits[3] and fits[4] > 200, fits
+        assert str(server.data) not in driver.find_element(By.ID, "report").text
+        driver.save_screenshot(str(SCREENSHOTS / "student.png"))
+        # Sign-out: the token is forgotten, the sign-in shows again.
+        driver.find_element(By.ID, "signout").click()
+        WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "signin").is_displayed())
+        assert driver.execute_script("return sessionStorage.getItem('grader-token')") is None
+
+        # The staff page: the queue with pause and resume, a student's history, the CSV downloads.
+        driver.get(server.url + "/staff")
+        driver.find_element(By.ID, "token").send_keys(tok["ta"])
+        driver.find_element(By.ID, "signin-button").click()
+        WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#recent tr"))
+        driver.find_element(By.ID, "pause").click()
+        WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "pause").text == "Resume grading")
+        assert server.api("GET", "/api/staff/queue", tok["ta"]).json()["paused"] is True
+        driver.find_element(By.ID, "pause").click()
+        WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "pause").text == "Pause grading")
+        driver.find_element(By.CSS_SELECTOR, "#recent button.link").click()
+        WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "history-box").is_displayed())
+        assert driver.find_elements(By.CSS_SELECTOR, "#history tr")
+        assert driver.find_element(By.ID, "gradebook").is_displayed() and driver.find_element(By.ID, "canvas")
+        width = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert width[0] <= width[1], width
+        driver.save_screenshot(str(SCREENSHOTS / "staff.png"))
     finally:
         driver.quit()
+
+
+def test_the_pages_are_templates_with_their_own_scripts_only(server):
+    page = server.api("GET", "/")
+    assert page.status_code == 200 and "script-src 'self'" in page.headers["content-security-policy"]
+    assert "<script>" not in page.text and 'src="/static/student.js"' in page.text
+    assert server.api("GET", "/static/student.js").headers["content-type"].startswith("text/javascript")
+    for name in ("../pages.py", "..%2Fpages.py", "nothing.js"):
+        assert server.api("GET", f"/static/{name}").status_code == 404
 
 
 def test_the_servers_report_tells_no_hidden_case():

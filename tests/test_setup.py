@@ -61,5 +61,5 @@ def test_serve_without_the_server_extra_says_how_to_get_it(tmp_path: Path):
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
-        'serve: the submission server needs FastAPI and uvicorn (the "server" extra): EXTRAS="plots server" make '
-        'setup, or .venv/bin/python -m pip install fastapi uvicorn']
+        'serve: the submission server needs FastAPI, uvicorn and Jinja2 (the "server" extra): EXTRAS="plots server" '
+        'make setup, or .venv/bin/python -m pip install fastapi uvicorn jinja2']

@@ -26,7 +26,7 @@ from grader.course.batch import CANVAS
 from grader.gates.intake import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES
 from grader.gates.notebook import is_notebook
 from grader.results import report
-from grader.server.pages import STAFF_PAGE, STUDENT_PAGE
+from grader.server import pages
 from grader.server.service import Refused, Server
 
 BODY_S = 120.0
@@ -34,6 +34,28 @@ BODY_S = 120.0
 INFLIGHT_BYTES = 256 << 20
 """Bytes of uploads the server holds in memory at once, all clients together (each upload counts its declared
 length, or its limit when it declares none); past it, 503 with Retry-After."""
+
+
+class PolicyHeaders:
+    """ASGI middleware: every answer says that only the server's own scripts, style and pictures may run or show
+    (grader/server/pages.py `CSP`). Plain ASGI, so an upload's body still streams to its handler."""
+
+    HEADERS = [(b"content-security-policy", pages.CSP.encode()), (b"x-content-type-options", b"nosniff"),
+               (b"referrer-policy", b"no-referrer")]
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_headers(message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *self.HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def create_app(server: Server) -> FastAPI:
@@ -49,6 +71,8 @@ def create_app(server: Server) -> FastAPI:
         if staff and holder[1] != "staff":
             raise HTTPException(403, "a staff token is needed")
         return holder
+
+    app.add_middleware(PolicyHeaders)
 
     @app.exception_handler(Refused)
     async def refused(_request, exc: Refused):
@@ -130,6 +154,11 @@ def create_app(server: Server) -> FastAPI:
         who(authorization, staff=True)
         return server.staff_queue()
 
+    @app.get("/api/staff/students/{name}")
+    def history(name: str, authorization: str | None = Header(None)) -> dict:
+        who(authorization, staff=True)
+        return server.history(name)
+
     @app.get("/api/staff/gradebook.csv")
     def gradebook(authorization: str | None = Header(None)):
         who(authorization, staff=True)
@@ -162,13 +191,23 @@ def create_app(server: Server) -> FastAPI:
             raise HTTPException(404, f"{server.hw.id} has no task {task!r}")
         return server.regrade(task)
 
+    student_page, staff_page = pages.render("student", server.hw.title), pages.render("staff", server.hw.title)
+    static = pages.static_files()
+
     @app.get("/", response_class=HTMLResponse)
-    def page() -> str:
-        return STUDENT_PAGE
+    def page() -> HTMLResponse:
+        return HTMLResponse(student_page)
 
     @app.get("/staff", response_class=HTMLResponse)
-    def staff_page() -> str:
-        return STAFF_PAGE
+    def staff() -> HTMLResponse:
+        return HTMLResponse(staff_page)
+
+    @app.get("/static/{name}")
+    def static_file(name: str) -> Response:
+        if name not in static:
+            raise HTTPException(404, "no such file")
+        data, media = static[name]
+        return Response(data, media_type=media)
 
     return app
 

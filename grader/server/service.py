@@ -207,8 +207,28 @@ class Server:
         return out
 
     def results(self, student: str) -> dict:
-        return {"student": student, "homework": self.hw.id,
-                "submissions": [self.view(r) for r in self.queue.of_student(student) if not r["lane"]]}
+        """A student's submissions (oldest first) and, per task, what the page's summary shows: the best score,
+        the attempts used of the maximum, the last verdict and its late days."""
+        submissions = [self.view(r) for r in self.queue.of_student(student) if not r["lane"]]
+        tasks = {}
+        for task_id, points in self.hw.tasks.items():
+            mine = [s for s in submissions if s["task"] == task_id]
+            graded = [s for s in mine if s["state"] == "graded" and s.get("score") is not None]
+            last = mine[-1] if mine else None
+            tasks[task_id] = {
+                "points": points, "best": max((s["score"] for s in graded), default=None),
+                "used": len(self.queue.attempts(student, task_id) | self._ledger_attempts(student, task_id)),
+                "max_attempts": self.hw.max_attempts or None,
+                "last": {k: last.get(k) for k in ("id", "state", "score", "max_score", "late_days", "submitted_at")}
+                if last else None}
+        return {"student": student, "homework": self.hw.id, "title": self.hw.title,
+                "deadline": self.hw.deadline.isoformat() if self.hw.deadline else None,
+                "now": now(self.sc.clock_file).isoformat(), "tasks": tasks, "submissions": submissions}
+
+    def history(self, student: str) -> dict:
+        """Staff: every submission of `student` (regrades included), newest first, as staff see them."""
+        return {"student": student, "submissions": [
+            {**self.view(r, own=False), "lane": r["lane"]} for r in reversed(self.queue.of_student(student))]}
 
     def staff_queue(self) -> dict:
         recent = []
