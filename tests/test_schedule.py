@@ -246,6 +246,26 @@ def test_the_time_left_is_counted_from_the_first_result(monkeypatch):
     assert said[3] == "about 42 s left"  # 2 s for 9 results since the first: 0.22 s a result, 190 to go
 
 
+def test_results_that_ran_no_worker_do_not_set_the_pace(monkeypatch):
+    """Files refused by their gates, and copies of a file graded once, come at once: four of them, then results a
+    minute apart, do not say "about 5 s left"."""
+    import io
+
+    from grader.pipeline import grading
+
+    clock = [0.0]
+    monkeypatch.setattr(grading.time, "monotonic", lambda: clock[0])
+    log = io.StringIO()
+    progress = grading.Progress(10, log)
+    for at, worked in ((1.0, False), (1.5, False), (2.0, False), (2.5, False), (60.0, True), (120.0, True),
+                       (180.0, True)):
+        clock[0] = at
+        progress.step("student/task", worked=worked)
+    said = [line.split("elapsed, ", 1)[1] for line in log.getvalue().splitlines()]
+    assert said[:6] == ["estimating the time left"] * 6
+    assert said[6] == "about 180 s left"  # 60 s a worker's result since the first, 3 to go
+
+
 def test_progress_is_a_bar_at_a_terminal_and_lines_elsewhere():
     """grading.Progress: tqdm's bar with the time left where stderr is a terminal, a line per job elsewhere."""
     import io
