@@ -154,3 +154,11 @@ def test_no_worker_text_reaches_the_message():
     b = _rec(("launch", evil, 3, [[evil, ["t", "int8", [2], [1], "ffff"]]]))
     message = provenance.compare(a, b, 0)
     assert message and "<img" not in message and "forged" not in message, message
+
+
+def test_a_cases_wrong_values_are_said_once_not_again_for_its_twin(one_case, cfg):
+    """truncate.py's values are wrong in the graded call and in its twin: the message lists the graded call's, and
+    the twin's (other elements at the same positions) are not added beside them as one list mixing two calls."""
+    (result,) = _grade([Job(one_case, TASK10 / "wrong" / "truncate.py", "t")], cfg, "cpu")
+    message = _case(result).message
+    assert message.count("element(s) differ") == 1 and "the provenance check" not in message, message

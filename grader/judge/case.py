@@ -179,9 +179,13 @@ def judge_case(task: TaskSpec, index: int, case: CaseData, results: WorkerResult
             failing.append((label, problems, run))
             if run.get("traceback"):
                 staff.append(run["traceback"])
-    if twin_failed is not None:  # what the graded calls show already is not said again
+    if twin_failed is not None:  # what the graded calls show already is not said again: the same problem, or
+        # wrong values of an output whose values are wrong there too (the twin's own elements beside the graded
+        # call's read as one got/expected list mixing two calls: dx[0, 0] twice, with two values)
         said = {p for _, problems, _ in failing for p in problems}
-        twin_failed = (*twin_failed[:1], [p for p in twin_failed[1] if p not in said], twin_failed[2])
+        wrong = {p.split(":", 1)[0] for p in said if " element(s) differ " in p}
+        twin_failed = (*twin_failed[:1], [p for p in twin_failed[1] if p not in said and not (
+            " element(s) differ " in p and p.split(":", 1)[0] in wrong)], twin_failed[2])
     if twin_failed is not None and twin_failed[1]:
         failing.insert(0, twin_failed)
     caught = str(next((p for _, problems, _ in failing for p in problems if isinstance(p, Caught)), ""))
