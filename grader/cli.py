@@ -129,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--workers", type=int, default=0, help="workers of the grading pool (0: config.yaml / per core)")
     sv.add_argument("--rate-per-minute", type=int, default=10, help="a student's submissions a minute, at most")
     sv.add_argument("--paused", action="store_true", help="start with the queue paused (staff resume it)")
+    sv.add_argument("--roster", type=Path, default=None, help="the roster `tokens` was made from: serve warns at "
+                                                              "start of each student in it without a token")
     sv.add_argument("--backend", choices=["local", "ray"], default="local",
                     help="where workers run: processes here, or tasks on a Ray cluster of GPU boxes")
     sv.add_argument("--address", default=None, help="with --backend ray: the cluster")
@@ -436,7 +438,16 @@ def _serve(args: argparse.Namespace, cfg, tasks: dict, device: str) -> int:
                                  workers=args.workers, rate_per_minute=args.rate_per_minute,
                                  backend=args.backend, address=args.address))
     server.paused = args.paused
-    for line in server.warnings():
+    roster = None
+    if args.roster is not None:
+        from grader.server.tokens import read_roster
+
+        try:
+            roster = read_roster(args.roster)
+        except (TokenError, OSError) as exc:
+            print(f"serve: {exc}", file=sys.stderr)
+            return 2
+    for line in server.warnings(roster):
         print(f"serve: warning: {line}", file=sys.stderr, flush=True)
     serve(server, args.host, args.port, listening=lambda: print(
         f"serving {args.homework} on http://{args.host}:{args.port} ({device}); data in {args.data}", flush=True))

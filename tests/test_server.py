@@ -297,9 +297,12 @@ def test_serve_warns_at_start_of_what_refuses_every_upload_and_says_serving_only
     (tmp_path / "late").mkdir()
     late = Served(tmp_path / "late", tokens[0])
     late.set_clock("2027-03-01T12:00:00+00:00")  # far past the puzzles' deadline and late limit
-    late.start()
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student\nann\nbob\ndan\n")  # dan was added after the tokens were made
+    late.start("--roster", str(roster))
     try:
         log = late.log.read_text()
+        assert "serve: warning: 1 student(s) of the roster have no token, and cannot sign in: dan" in log
         assert "serve: warning: puzzles closed: its deadline was" in log and "every upload will be refused" in log
         assert "serve: warning: grading on the CPU" in log
         assert log.index("serve: warning") < log.index("serving puzzles on http://127.0.0.1:")

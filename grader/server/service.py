@@ -94,9 +94,16 @@ class Server:
         with self.queue.wake:
             self.queue.wake.notify_all()
 
-    def warnings(self) -> list[str]:
-        """What the TA should know before students arrive: what would refuse every upload, and where it grades."""
+    def warnings(self, roster: list[str] | None = None) -> list[str]:
+        """What the TA should know before students arrive: what would refuse every upload (for the students of
+        `roster` without a token: theirs), and where it grades."""
         found = []
+        missing = sorted(set(roster or ()) - set(self.sc.tokens.students))
+        if missing:
+            shown = ", ".join(ascii(n)[1:-1] for n in missing[:10]) + (f" and {len(missing) - 10} more"
+                                                                       if len(missing) > 10 else "")
+            found.append(f"{len(missing)} student(s) of the roster have no token, and cannot sign in: {shown} "
+                         "(run `tokens` again: everyone else keeps theirs)")
         when = now(self.sc.clock_file)
         days = batch.late_days(when, self.hw.deadline)
         if days and batch.late_factor(days, self.hw) == 0.0:
