@@ -21,7 +21,6 @@ results/summary.md (score histogram, per-test pass rates).
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import datetime as dt
 import difflib
@@ -31,7 +30,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,6 +45,7 @@ from grader.gates.notebook import Extraction, NotebookFolder
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
 from grader.pipeline.result import refused_result
 from grader.results import escape, report
+from grader.results.atomic import write_atomic
 from grader.results.outcome import Outcome
 
 
@@ -509,28 +508,6 @@ def publish_counted(attempts: list[Attempt], out: Path, hw: Homework, student: s
     for src, dst in ((source.with_suffix(".staff.json"), target.with_suffix(".staff.json")), (source, target)):
         if src.is_file() and src.resolve() != dst.resolve():
             write_atomic(dst, src.read_text())
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` whole: written to a temporary file beside it, flushed to disk, then renamed over
-    it (and the rename flushed too), so neither a killed process nor a lost machine leaves half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:  # as given: the gradebook's CSV has its own line ends
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 otherwise: as write_text would leave it
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
 
 
 def gradebook(ledger: Ledger, hw: Homework, students: list[str]) -> dict[str, dict]:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from grader.config import Homework
 from grader.results import escape
+from grader.results.atomic import write_atomic
 
 HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 """The identity columns of a Canvas gradebook export, in Canvas's order; the homework's column follows."""
@@ -70,7 +71,6 @@ def text(rows: dict[str, dict], hw: Homework) -> str:
 
 
 def write(rows: dict[str, dict], hw: Homework, path: Path) -> None:
-    """Write canvas.csv whole (batch's write_atomic), beside gradebook.csv."""
-    from grader.course.batch import write_atomic  # batch imports this module: its writer, at call time
+    """Write canvas.csv whole, beside gradebook.csv."""
 
     write_atomic(path, text(rows, hw))

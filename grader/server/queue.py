@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from grader.gates.notebook import is_notebook
+from grader.results.atomic import write_atomic
 
 CLOCK_ENV = "GRADER_CLOCK_FILE"
 """A file holding an ISO 8601 time with an offset: when set, the server's clock reads it (for tests of lateness);
@@ -68,20 +69,6 @@ class Refused(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
-
-
-def _write_durable(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Queue:
@@ -150,7 +137,7 @@ class Queue:
         upload = self.uploads / sha / f"{task}{suffix}"  # named as the task's file: what messages show
         if not upload.is_file():
             upload.parent.mkdir(exist_ok=True)
-            _write_durable(upload, data)
+            write_atomic(upload, data)
         with self.wake:
             cur = self.db.execute(
                 "INSERT INTO submissions (student, task, filename, sha256, upload, submitted_at, state, same_as, "

@@ -44,6 +44,7 @@ from grader.gates.notebook import Notebook, is_notebook
 from grader.pipeline.grading import Job
 from grader.pipeline.result import refused_result
 from grader.results import TaskResult, report
+from grader.results.atomic import write_atomic
 from grader.server.queue import Queue, Refused, now
 from grader.server.scheduler import GradingScheduler
 from grader.server.tokens import TokenBook
@@ -323,7 +324,7 @@ class Server:
                                        "score": round(r.score * factor, 6), "speed": "pending"}
             path = self.out / p.student / batch.ATTEMPTS / f"{p.task.id}.{p.sha256[:12]}.pending.json"
             path.parent.mkdir(parents=True, exist_ok=True)
-            batch.write_atomic(path, json.dumps(data, indent=2) + "\n")
+            write_atomic(path, json.dumps(data, indent=2) + "\n")
             self.queue.finish(row["id"], state="graded", graded_at=r.graded_at, score=data["score"],
                               max_score=r.max_score, late_days=days, result=str(path), speed="pending",
                               report=report.summary(r.student_view()), verdict_at=verdict_at)
@@ -335,7 +336,7 @@ class Server:
         finally:
             ledger.close()
         text = report.summary(r.student_view()) + (f"\n{late}" if late else "")
-        batch.write_atomic(Path(attempt.result_path).with_suffix(".report.txt"), text)
+        write_atomic(Path(attempt.result_path).with_suffix(".report.txt"), text)
         self._touched.add(p.student)
         self.queue.finish(row["id"], state="graded", graded_at=r.graded_at, score=attempt.score,
                           max_score=attempt.max_score, late_days=attempt.late_days, result=attempt.result_path,

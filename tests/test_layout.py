@@ -1,0 +1,79 @@
+"""The code's layout, as a reader carrying the project on needs it: no import circle in grader/ (the layer
+contracts in pyproject.toml, checked by lint-imports, say which way each boundary may be crossed; this says no
+two modules need each other, at import or at call time)."""
+
+from __future__ import annotations
+
+import ast
+
+from grader.config import ROOT
+
+
+def _imports() -> dict[str, set[str]]:
+    """Module -> the grader modules it imports anywhere in its body (a function's import counts: it is a circle
+    at call time). `from package import submodule` is an edge to the submodule only."""
+    files = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in (ROOT / "grader").rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for module, path in files.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                graph[module] |= {a.name for a in node.names if a.name in files}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module in files:
+                subs = {f"{node.module}.{a.name}" for a in node.names} & set(files)
+                graph[module] |= subs | ({node.module} if len(subs) < len(node.names) else set())
+        graph[module].discard(module)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, edges = work[-1]
+            w = next(edges, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_circle_finder_finds_one():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_in_grader():
+    graph = _imports()
+    assert "grader.results.atomic" in graph["grader.course.canvas"]  # the scan sees imports (canvas's writer)
+    assert _circles(graph) == []
