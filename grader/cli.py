@@ -160,23 +160,10 @@ def _joined_token(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and run its command (`COMMANDS`): a function per command, given what it needs."""
     args = build_parser().parse_args(_joined_token(list(sys.argv[1:] if argv is None else argv)))
-    if args.command in ("release", "gradescope", "gradescope-run"):
-        return _course(args)
-    if args.command == "submit":  # a student's machine: no task or config is read
-        from grader.server.client import submit
-
-        return submit(args.server, args.token, args.task, args.file, args.json, wait=not args.no_wait)
-    if args.command == "tokens":
-        from grader.server.tokens import TokenError, make_tokens
-
-        try:
-            n = make_tokens(args.roster, args.out, args.staff)
-        except (TokenError, OSError) as exc:
-            print(f"tokens: {exc}", file=sys.stderr)
-            return 2
-        print(f"{n} tokens in {args.out} (student,token,role): hand each student their own line")
-        return 0
+    if args.command in PLAIN:  # no task or config read (a student's machine for `submit`)
+        return PLAIN[args.command](args)
     try:
         tasks, broken = discover_tasks()
         for name, err in broken.items():
@@ -186,206 +173,251 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
-    if args.command == "tasks" and args.check:
+    if args.command in COURSE:
+        return COURSE[args.command](args, cfg, tasks, broken)
+    # The grading commands load torch and Triton (4-5 s); the ones above answer without them.
+    from grader.pipeline.grading import resolve_device
+
+    device = resolve_device(args.device or cfg.device)
+    return GRADING[args.command](args, cfg, tasks, broken, device)
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from grader.server.client import submit
+
+    return submit(args.server, args.token, args.task, args.file, args.json, wait=not args.no_wait)
+
+
+def _tokens(args: argparse.Namespace) -> int:
+    from grader.server.tokens import TokenError, make_tokens
+
+    try:
+        n = make_tokens(args.roster, args.out, args.staff)
+    except (TokenError, OSError) as exc:
+        print(f"tokens: {exc}", file=sys.stderr)
+        return 2
+    print(f"{n} tokens in {args.out} (student,token,role): hand each student their own line")
+    return 0
+
+
+def _tasks(args: argparse.Namespace, cfg, tasks: dict, broken: dict) -> int:
+    if args.check:
         from grader.course.taskcheck import check_tasks
 
         return check_tasks(tasks, broken, staff=args.staff)
-    if args.command == "tasks":
-        for t in tasks.values():
-            print(f"{t.id:40} {t.points:5g} pts  {len(t.cases):3} cases  {t.title}")
-        for name in broken:
-            print(f"{name:40} BROKEN (above)")
-        return 1 if broken else 0
-    if args.command == "similarity":
-        from grader.course.similarity import THRESHOLD, similarity_report
+    for t in tasks.values():
+        print(f"{t.id:40} {t.points:5g} pts  {len(t.cases):3} cases  {t.title}")
+    for name in broken:
+        print(f"{name:40} BROKEN (above)")
+    return 1 if broken else 0
 
-        if not _known_homework(args.homework, cfg):
-            return 2
-        if not args.root.is_dir():
-            print(f"no such folder: {args.root}", file=sys.stderr)
-            return 2
-        skipped: dict[str, list[str]] = {}
-        csv_path, html_path = similarity_report(args.root, cfg.homeworks[args.homework], tasks,
-                                                args.out or ROOT / cfg.results_dir / "similarity",
-                                                THRESHOLD if args.threshold is None else args.threshold,
-                                                skipped=skipped)
-        print(f"similarity of {args.homework}: {html_path} (pairs above the threshold, side by side), "
-              f"{csv_path} (every pair)")
-        for student, whys in sorted(skipped.items()):
-            print(f"{student}: not compared: {'; '.join(whys)}", file=sys.stderr)
-        return SOME_FAILED if skipped else 0
-    if args.command == "leaderboard":
-        from grader.course import leaderboard
 
-        if not _known_homework(args.homework, cfg):
-            return 2
-        hw, out = cfg.homeworks[args.homework], args.out or ROOT / cfg.results_dir
-        students = sorted(p.name for p in out.iterdir() if p.is_dir() and not p.is_symlink()) if out.is_dir() else []
-        board = leaderboard.collect(out, hw, students)
-        if not board:
-            print(leaderboard.why_empty(out, hw, students, tasks))
-            return 0
-        for path in leaderboard.write(out, hw, board):
-            print(f"wrote {path}")
+def _similarity(args: argparse.Namespace, cfg, tasks: dict, broken: dict) -> int:
+    from grader.course.similarity import THRESHOLD, similarity_report
+
+    if not _known_homework(args.homework, cfg):
+        return 2
+    if not args.root.is_dir():
+        print(f"no such folder: {args.root}", file=sys.stderr)
+        return 2
+    skipped: dict[str, list[str]] = {}
+    csv_path, html_path = similarity_report(args.root, cfg.homeworks[args.homework], tasks,
+                                            args.out or ROOT / cfg.results_dir / "similarity",
+                                            THRESHOLD if args.threshold is None else args.threshold,
+                                            skipped=skipped)
+    print(f"similarity of {args.homework}: {html_path} (pairs above the threshold, side by side), "
+          f"{csv_path} (every pair)")
+    for student, whys in sorted(skipped.items()):
+        print(f"{student}: not compared: {'; '.join(whys)}", file=sys.stderr)
+    return SOME_FAILED if skipped else 0
+
+
+def _leaderboard(args: argparse.Namespace, cfg, tasks: dict, broken: dict) -> int:
+    from grader.course import leaderboard
+
+    if not _known_homework(args.homework, cfg):
+        return 2
+    hw, out = cfg.homeworks[args.homework], args.out or ROOT / cfg.results_dir
+    students = sorted(p.name for p in out.iterdir() if p.is_dir() and not p.is_symlink()) if out.is_dir() else []
+    board = leaderboard.collect(out, hw, students)
+    if not board:
+        print(leaderboard.why_empty(out, hw, students, tasks))
         return 0
+    for path in leaderboard.write(out, hw, board):
+        print(f"wrote {path}")
+    return 0
 
-    # The grading commands from here on load torch and Triton (4-5 s); the ones above (submit, tokens, tasks,
-    # similarity, leaderboard) answer without them.
-    from grader.pipeline.grading import Job, grade_jobs, resolve_device
-    from grader.pipeline.result import refused_result
 
-    device = resolve_device(args.device or cfg.device)
-    if args.command == "serve":
-        return _serve(args, cfg, tasks, device)
+class _Shown:
+    """Prints each result as it comes; a job's full result after its first pass (its cases, `result.pending` not
+    timed yet) shows only the tests the first one left out, and the score."""
 
-    shown_first: dict[tuple[str, str], set[str]] = {}
+    def __init__(self, staff: bool) -> None:
+        self.staff = staff
+        self.first: dict[tuple[str, str], set[str]] = {}
 
-    def show(result: TaskResult, pictures: Path | None = None) -> None:
-        """A result as it comes; a job's full result after its first pass (its cases, `result.pending` not
-        timed yet) shows only the tests the first one left out, and the score."""
+    def __call__(self, result: TaskResult, pictures: Path | None = None) -> None:
         if pictures is not None:
             report.save_pictures(result, pictures)
         key = (result.student, result.submission)
         if result.pending:
-            shown_first[key] = set(result.pending)
-        only = shown_first.pop(key, None) if not result.pending else None
-        print(report.summary(result, staff=args.staff, only=only), flush=True)
+            self.first[key] = set(result.pending)
+        only = self.first.pop(key, None) if not result.pending else None
+        print(report.summary(result, staff=self.staff, only=only), flush=True)
         print(flush=True)
 
-    if args.command == "grade":
-        if args.task not in tasks:
-            print(f"unknown task {args.task!r}; known: {', '.join(tasks)}", file=sys.stderr)
-            return 2
-        if not args.file.is_file():
-            print(f"no such file: {args.file}", file=sys.stderr)
-            return 2
-        # `grade` is a student's own check: a link they made to their own file is their business, but no link is
-        # followed into the grader's tasks/ or reference/ (a link to the answer key is not a submission). The
-        # bytes checked are the ones graded: read once, from the resolved path, with no link left to follow.
-        real = args.file.resolve()
-        if real != Path(os.path.abspath(args.file)) and any(
-                real.is_relative_to((ROOT / keep).resolve()) for keep in ("tasks", "reference")):
-            print(f"{shown(args.file)} is a symbolic link into the grader's own files ({real.parent.name}/"
-                  f"{real.name}): submissions are graded only as regular files", file=sys.stderr)
-            return 2
-        try:
-            source = read_submitted(real.parent, real.name)
-        except IntakeError as exc:
-            print(f"{shown(args.file)}: not graded: {exc}", file=sys.stderr)
-            return 2
-        job = Job(tasks[args.task], args.file, args.student or args.file.resolve().parent.name,
-                  None if is_notebook(args.file) else source)
-        if is_notebook(args.file):
-            job.notebook = Notebook(source, args.file.name).extract(job.task)
-            job.source = job.notebook.source  # graded as the .py it holds for this task (grader/gates/notebook.py)
-            job.read()
-            if not job.notebook.defines:
-                print(escape.terminal(f"{args.file}: {job.notebook.why_not()}"), file=sys.stderr)
-                return 2
-        folder = args.json.parent if args.json else ROOT / cfg.results_dir / CHECKS / job.student
-        if _batch_owns(folder) or _batch_owns(folder.parent):
-            return 2
-        (result,) = grade_jobs([job], cfg, device, args.workers, on_result=partial(show, pictures=folder),
-                               backend=args.backend,
-                               address=args.address)
-        if args.json:
-            report.write_json(result, args.json, args.json.with_suffix(".staff.json"))
-        return 0 if result.score == result.max_score else 1
 
-    if args.command == "grade-dir":
-        jobs, refused, failed = [], [], set()
-        for folder in args.folders:
-            # the folder's own name (not a link's target): a printable id, whatever bytes the name holds
-            student = student_id(Path(os.path.abspath(folder)).name)
-            if folder.is_symlink() or not folder.is_dir():
-                print(f"{shown(folder)}: not graded: {'a symbolic link' if folder.is_symlink() else 'not a folder'}",
-                      file=sys.stderr)
-                failed.add(student)
-                continue
-            # Which file counts for a task, and what is said of the rest: the rule batch and Gradescope's run share
-            # (grader/gates/intake.py `task_files`; no link followed).
-            decided = task_files(folder, list(tasks))
-            for task_id, rel in decided.files.items():
-                try:
-                    jobs.append(Job(tasks[task_id], folder / rel, student, read_submitted(folder, rel)))
-                except IntakeError as exc:  # a link, not a regular file, too large: 0 points, and why
-                    refused.append(refused_result(tasks[task_id], student, str(folder / rel), device, str(exc)))
-                    failed.add(student)
-            for note in decided.notes + (["holds no file: nothing was handed in"] if decided.empty else []):
-                print(escape.terminal(f"{shown(folder)}: {note}"), file=sys.stderr)
-            # A notebook submits every task it defines that has no <task_id>.py here (grader/gates/notebook.py).
-            notebooks = NotebookFolder(folder, deep=True)
-            for task in tasks.values():
-                found = None if task.id in decided.files else notebooks.for_task(task)
-                if found:
-                    jobs.append(Job(task, found[0], student, found[1].source, found[1]))
-            for note in [*notebooks.notes, *notebooks.problems]:
-                print(escape.terminal(f"{shown(folder)}: {shown(note)}"), file=sys.stderr)
-            if notebooks.problems:
-                failed.add(student)
-        if not jobs and not refused:
-            print("no <task_id>.py files, and no notebook defining a task, found", file=sys.stderr)
-            return 2 if not failed else SOME_FAILED
-        out = args.out or ROOT / cfg.results_dir / CHECKS
-        if _batch_owns(out):
+def _grade(args: argparse.Namespace, cfg, tasks: dict, broken: dict, device: str) -> int:
+    from grader.pipeline.grading import Job, grade_jobs
+
+    if args.task not in tasks:
+        print(f"unknown task {args.task!r}; known: {', '.join(tasks)}", file=sys.stderr)
+        return 2
+    if not args.file.is_file():
+        print(f"no such file: {args.file}", file=sys.stderr)
+        return 2
+    # `grade` is a student's own check: a link they made to their own file is their business, but no link is
+    # followed into the grader's tasks/ or reference/ (a link to the answer key is not a submission). The
+    # bytes checked are the ones graded: read once, from the resolved path, with no link left to follow.
+    real = args.file.resolve()
+    if real != Path(os.path.abspath(args.file)) and any(
+            real.is_relative_to((ROOT / keep).resolve()) for keep in ("tasks", "reference")):
+        print(f"{shown(args.file)} is a symbolic link into the grader's own files ({real.parent.name}/"
+              f"{real.name}): submissions are graded only as regular files", file=sys.stderr)
+        return 2
+    try:
+        source = read_submitted(real.parent, real.name)
+    except IntakeError as exc:
+        print(f"{shown(args.file)}: not graded: {exc}", file=sys.stderr)
+        return 2
+    job = Job(tasks[args.task], args.file, args.student or args.file.resolve().parent.name,
+              None if is_notebook(args.file) else source)
+    if is_notebook(args.file):
+        job.notebook = Notebook(source, args.file.name).extract(job.task)
+        job.source = job.notebook.source  # graded as the .py it holds for this task (grader/gates/notebook.py)
+        job.read()
+        if not job.notebook.defines:
+            print(escape.terminal(f"{args.file}: {job.notebook.why_not()}"), file=sys.stderr)
             return 2
-        for r in refused:
-            show(r)
-        results = refused + (grade_jobs(jobs, cfg, device, args.workers,
-                                        on_result=lambda r: show(r, pictures=out / r.student), backend=args.backend,
-                                        address=args.address) if jobs else [])
-        failed |= {r.student for r in results if r.staff.get("grader_error")}
-        totals: dict[str, list[float]] = {}
-        for r in results:
-            report.write_json(r, out / r.student / f"{r.task}.json", out / r.student / f"{r.task}.staff.json")
-            totals.setdefault(r.student, [0.0, 0.0])
-            totals[r.student][0] += r.score
-            totals[r.student][1] += r.max_score
-        for student, (score, max_score) in totals.items():  # a student is a folder's name: escape.terminal
-            print(f"{escape.terminal(student):20} {score:6g} / {max_score:g}")
-        print(f"results in {out}/<student>/<task>.json")
-        if failed:
-            print(f"some students' files could not be read or graded: {', '.join(sorted(failed))} (their results "
-                  "say what)", file=sys.stderr)
-            return SOME_FAILED
-        return 0
+    folder = args.json.parent if args.json else ROOT / cfg.results_dir / CHECKS / job.student
+    if _batch_owns(folder) or _batch_owns(folder.parent):
+        return 2
+    (result,) = grade_jobs([job], cfg, device, args.workers, on_result=partial(_Shown(args.staff), pictures=folder),
+                           backend=args.backend, address=args.address)
+    if args.json:
+        report.write_json(result, args.json, args.json.with_suffix(".staff.json"))
+    return 0 if result.score == result.max_score else 1
 
-    if args.command == "batch":
-        from grader.course.batch import ManifestError, OtherClass, run_batch
 
-        if not _known_homework(args.homework, cfg):
-            return 2
-        try:
-            rows = run_batch(args.root, cfg.homeworks[args.homework], tasks, cfg, device,
-                             args.out or ROOT / cfg.results_dir, args.workers, args.force, args.manifest,
-                             grade=partial(grade_jobs, backend=args.backend, address=args.address),
-                             verbose=args.verbose or args.staff)
-        except (OtherClass, ManifestError) as exc:
-            print(exc, file=sys.stderr)
-            return 2
-        names = {s: escape.terminal(s) for s in rows}  # folder names: one line each, no escape sequence
-        width = max([len(s) for s in names.values()] + [7])
-        print(f"{'student':{width}}  total  late")
-        for student in sorted(rows):
-            print(f"{names[student]:{width}}  {rows[student]['total']:5g}  {rows[student]['late']}")
-        return SOME_FAILED if getattr(rows, "failed", None) else 0
+def _grade_dir(args: argparse.Namespace, cfg, tasks: dict, broken: dict, device: str) -> int:
+    from grader.pipeline.grading import grade_jobs
 
-    if args.command == "selftest":
-        from grader.course.selftest import selftest
+    jobs, refused, failed = _folder_jobs(args.folders, tasks, device)
+    if not jobs and not refused:
+        print("no <task_id>.py files, and no notebook defining a task, found", file=sys.stderr)
+        return 2 if not failed else SOME_FAILED
+    out = args.out or ROOT / cfg.results_dir / CHECKS
+    if _batch_owns(out):
+        return 2
+    show = _Shown(args.staff)
+    for r in refused:
+        show(r)
+    results = refused + (grade_jobs(jobs, cfg, device, args.workers,
+                                    on_result=lambda r: show(r, pictures=out / r.student), backend=args.backend,
+                                    address=args.address) if jobs else [])
+    failed |= {r.student for r in results if r.staff.get("grader_error")}
+    totals: dict[str, list[float]] = {}
+    for r in results:
+        report.write_json(r, out / r.student / f"{r.task}.json", out / r.student / f"{r.task}.staff.json")
+        totals.setdefault(r.student, [0.0, 0.0])
+        totals[r.student][0] += r.score
+        totals[r.student][1] += r.max_score
+    for student, (score, max_score) in totals.items():  # a student is a folder's name: escape.terminal
+        print(f"{escape.terminal(student):20} {score:6g} / {max_score:g}")
+    print(f"results in {out}/<student>/<task>.json")
+    if failed:
+        print(f"some students' files could not be read or graded: {', '.join(sorted(failed))} (their results "
+              "say what)", file=sys.stderr)
+        return SOME_FAILED
+    return 0
 
-        unknown = [t for t in args.task or [] if t not in tasks and t not in broken]
-        if unknown:
-            print(f"selftest: no task {', '.join(map(repr, unknown))}; known: {', '.join(sorted(tasks))}",
+
+def _folder_jobs(folders: list[Path], tasks: dict, device: str) -> tuple[list, list, set[str]]:
+    """grade-dir's jobs: each folder's file per task (the rule batch and Gradescope's run share), its notebooks'
+    tasks, the files refused at once (with why) and the students whose files could not be read."""
+    from grader.pipeline.grading import Job
+    from grader.pipeline.result import refused_result
+
+    jobs, refused, failed = [], [], set()
+    for folder in folders:
+        # the folder's own name (not a link's target): a printable id, whatever bytes the name holds
+        student = student_id(Path(os.path.abspath(folder)).name)
+        if folder.is_symlink() or not folder.is_dir():
+            print(f"{shown(folder)}: not graded: {'a symbolic link' if folder.is_symlink() else 'not a folder'}",
                   file=sys.stderr)
-            return 2
-        named_broken = [t for t in broken if not args.task or t in args.task]
-        code = selftest(tasks, cfg, device, args.task, args.workers, staff=args.staff)
-        if named_broken:  # a task that drops out of the selftest fails it: CI must not stay green without it
-            print(f"selftest: FAILED, {len(named_broken)} task(s) broken and not tested: {', '.join(named_broken)}",
-                  file=sys.stderr)
-            return 1
-        return code
-    return 2
+            failed.add(student)
+            continue
+        # Which file counts for a task, and what is said of the rest: the rule batch and Gradescope's run share
+        # (grader/gates/intake.py `task_files`; no link followed).
+        decided = task_files(folder, list(tasks))
+        for task_id, rel in decided.files.items():
+            try:
+                jobs.append(Job(tasks[task_id], folder / rel, student, read_submitted(folder, rel)))
+            except IntakeError as exc:  # a link, not a regular file, too large: 0 points, and why
+                refused.append(refused_result(tasks[task_id], student, str(folder / rel), device, str(exc)))
+                failed.add(student)
+        for note in decided.notes + (["holds no file: nothing was handed in"] if decided.empty else []):
+            print(escape.terminal(f"{shown(folder)}: {note}"), file=sys.stderr)
+        # A notebook submits every task it defines that has no <task_id>.py here (grader/gates/notebook.py).
+        notebooks = NotebookFolder(folder, deep=True)
+        for task in tasks.values():
+            found = None if task.id in decided.files else notebooks.for_task(task)
+            if found:
+                jobs.append(Job(task, found[0], student, found[1].source, found[1]))
+        for note in [*notebooks.notes, *notebooks.problems]:
+            print(escape.terminal(f"{shown(folder)}: {shown(note)}"), file=sys.stderr)
+        if notebooks.problems:
+            failed.add(student)
+    return jobs, refused, failed
+
+
+def _batch(args: argparse.Namespace, cfg, tasks: dict, broken: dict, device: str) -> int:
+    from grader.course.batch import ManifestError, OtherClass, run_batch
+    from grader.pipeline.grading import grade_jobs
+
+    if not _known_homework(args.homework, cfg):
+        return 2
+    try:
+        rows = run_batch(args.root, cfg.homeworks[args.homework], tasks, cfg, device,
+                         args.out or ROOT / cfg.results_dir, args.workers, args.force, args.manifest,
+                         grade=partial(grade_jobs, backend=args.backend, address=args.address),
+                         verbose=args.verbose or args.staff)
+    except (OtherClass, ManifestError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    names = {s: escape.terminal(s) for s in rows}  # folder names: one line each, no escape sequence
+    width = max([len(s) for s in names.values()] + [7])
+    print(f"{'student':{width}}  total  late")
+    for student in sorted(rows):
+        print(f"{names[student]:{width}}  {rows[student]['total']:5g}  {rows[student]['late']}")
+    return SOME_FAILED if getattr(rows, "failed", None) else 0
+
+
+def _selftest(args: argparse.Namespace, cfg, tasks: dict, broken: dict, device: str) -> int:
+    from grader.course.selftest import selftest
+
+    unknown = [t for t in args.task or [] if t not in tasks and t not in broken]
+    if unknown:
+        print(f"selftest: no task {', '.join(map(repr, unknown))}; known: {', '.join(sorted(tasks))}",
+              file=sys.stderr)
+        return 2
+    named_broken = [t for t in broken if not args.task or t in args.task]
+    code = selftest(tasks, cfg, device, args.task, args.workers, staff=args.staff)
+    if named_broken:  # a task that drops out of the selftest fails it: CI must not stay green without it
+        print(f"selftest: FAILED, {len(named_broken)} task(s) broken and not tested: {', '.join(named_broken)}",
+              file=sys.stderr)
+        return 1
+    return code
 
 
 def _course(args: argparse.Namespace) -> int:
@@ -416,7 +448,7 @@ SERVER_EXTRA = ('the submission server needs FastAPI, uvicorn and Jinja2 (the "s
                 'EXTRAS="plots server" make setup, or .venv/bin/python -m pip install fastapi uvicorn jinja2')
 
 
-def _serve(args: argparse.Namespace, cfg, tasks: dict, device: str) -> int:
+def _serve(args: argparse.Namespace, cfg, tasks: dict, broken: dict, device: str) -> int:
     try:
         from grader.server.app import serve
     except ModuleNotFoundError as exc:
@@ -468,6 +500,15 @@ def _known_homework(hw_id: str, cfg) -> bool:
         print(f"unknown homework {hw_id!r}; known: {', '.join(cfg.homeworks)}", file=sys.stderr)
         return False
     return True
+
+
+PLAIN = {"release": _course, "gradescope": _course, "gradescope-run": _course, "submit": _submit,
+         "tokens": _tokens}
+"""Commands that read no task and no config.yaml (`submit` runs on a student's machine)."""
+COURSE = {"tasks": _tasks, "similarity": _similarity, "leaderboard": _leaderboard}
+"""Commands over the tasks and config.yaml that grade nothing (no torch, no Triton)."""
+GRADING = {"grade": _grade, "grade-dir": _grade_dir, "batch": _batch, "selftest": _selftest, "serve": _serve}
+"""Commands that grade, on the device config.yaml or --device names."""
 
 
 def entry() -> None:

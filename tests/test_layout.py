@@ -77,3 +77,15 @@ def test_no_import_circle_in_grader():
     graph = _imports()
     assert "grader.results.atomic" in graph["grader.course.canvas"]  # the scan sees imports (canvas's writer)
     assert _circles(graph) == []
+
+
+def test_every_command_is_one_function_in_the_clis_tables():
+    from grader import cli
+
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
+    tables = {**cli.PLAIN, **cli.COURSE, **cli.GRADING}
+    assert set(commands) == set(tables) and len(tables) == len(cli.PLAIN) + len(cli.COURSE) + len(cli.GRADING)
+    source = ast.parse((ROOT / "grader" / "cli.py").read_text())
+    main = next(n for n in source.body if isinstance(n, ast.FunctionDef) and n.name == "main")
+    assert main.end_lineno - main.lineno < 30  # a dispatcher
