@@ -78,6 +78,16 @@ def create_app(server: Server) -> FastAPI:
     async def refused(_request, exc: Refused):
         return JSONResponse({"detail": str(exc)}, status_code=exc.status)
 
+    _student_routes(app, server, who)
+    _staff_routes(app, server, who)
+    _page_routes(app, server)
+    return app
+
+
+def _student_routes(app: FastAPI, server: Server, who) -> None:
+    """What a student's token (or none) reaches: the homework, submitting, one's own submissions and pictures,
+    the leaderboard."""
+
     @app.get("/api/health")
     def health() -> dict:
         return {"ok": True, "homework": server.hw.id, "device": server.sc.device}
@@ -149,6 +159,10 @@ def create_app(server: Server) -> FastAPI:
     def board() -> dict:
         return server.board()
 
+
+def _staff_routes(app: FastAPI, server: Server, who) -> None:
+    """What a staff token reaches: the queue, a student's history, the course's CSVs, pause, resume, regrade."""
+
     @app.get("/api/staff/queue")
     def staff_queue(authorization: str | None = Header(None)) -> dict:
         who(authorization, staff=True)
@@ -191,6 +205,9 @@ def create_app(server: Server) -> FastAPI:
             raise HTTPException(404, f"{server.hw.id} has no task {task!r}")
         return server.regrade(task)
 
+
+def _page_routes(app: FastAPI, server: Server) -> None:
+    """The two pages (grader/server/pages.py) and the files they load."""
     student_page, staff_page = pages.render("student", server.hw.title), pages.render("staff", server.hw.title)
     static = pages.static_files()
 
@@ -208,8 +225,6 @@ def create_app(server: Server) -> FastAPI:
             raise HTTPException(404, "no such file")
         data, media = static[name]
         return Response(data, media_type=media)
-
-    return app
 
 
 def serve(server: Server, host: str, port: int, listening=lambda: None) -> None:
