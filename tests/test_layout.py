@@ -89,3 +89,24 @@ def test_every_command_is_one_function_in_the_clis_tables():
     source = ast.parse((ROOT / "grader" / "cli.py").read_text())
     main = next(n for n in source.body if isinstance(n, ast.FunctionDef) and n.name == "main")
     assert main.end_lineno - main.lineno < 30  # a dispatcher
+
+
+LONGEST = 120
+"""Lines a function of grader/ may have: one a reader can hold (a longer one runs several phases in one body)."""
+
+
+def _long_functions(source: str) -> list[tuple[str, int]]:
+    return [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(ast.parse(source))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > LONGEST]
+
+
+def test_the_length_finder_finds_a_long_function():
+    body = "".join(f"    x{k} = {k}\n" for k in range(LONGEST))
+    assert _long_functions(f"def f():\n{body}") == [("f", LONGEST + 1)]
+    assert _long_functions("class C:\n    def g(self):\n        pass\n") == []
+
+
+def test_no_function_in_grader_is_longer_than_a_reader_can_hold():
+    found = {f"{p.relative_to(ROOT)} {name}": n for p in (ROOT / "grader").rglob("*.py")
+             for name, n in _long_functions(p.read_text())}
+    assert found == {}

@@ -694,207 +694,275 @@ def enter_sandbox(job: WorkerJob) -> dict[str, str]:
     return report
 
 
-def main(job_file: Path, records_fd: int) -> int:
-    # The job file is in the trusted folder, which the sandbox below leaves out of reach: read it first.
-    job = WorkerJob.from_json(job_file.read_text())
-    if job.sandbox and not _single_threaded():
-        sandbox.go_on_in_a_child()  # `python -m grader.worker.main` has a thread or two by now; a forked child has one
-    records = RecordWriter(records_fd)
-    # The first record: the interpreter, torch, triton and the grader are loaded and nothing of the submission has
-    # run. The runner's time and stall limits count from it (grader/isolation/runner.py `_wait`), so a fresh
-    # interpreter's start on a loaded machine is not the submission's time.
-    records.json(Kind.STATUS, {"started": True})
-    device = job.device
-    stages = Stages()
-    t_main = time.perf_counter()
-    last_status: dict = {}
+class Worker:
+    """One worker's run, phase by phase (`run`): open the GPU's gate; read what the submission must not reach
+    (its cases' inputs, the staff baselines); enter the sandbox; import the submission under the instruments;
+    grade each case (its configs, the address check's re-run, the twin, the records); time the speed tests; say
+    it is done, with where the seconds went."""
 
-    def status(report: dict) -> None:
+    def __init__(self, job: WorkerJob, records: RecordWriter) -> None:
+        self.job, self.records, self.device = job, records, job.device
+        self.stages = Stages()
+        self.t_main = time.perf_counter()
+        self.last_status: dict = {}
+        self.path = os.path.abspath(job.submission)  # the runner's copy, in the run folder
+        self.load: dict = {"ok": False, "kernels": {}}
+        self.gate: GpuGate | None = None
+        self.shared = contextlib.nullcontext
+        self.cases: dict[int, dict] = {}
+        self.baselines: dict[int, object] = {}
+        self.parallel: ParallelCompile | None = None
+        # what the import finds and installs (`import_submission`)
+        self.inst: Instruments | None = None
+        self.audit: OpAudit | None = None
+        self.bounds: BoundsAudit | None = None
+        self.module = self.entry = None
+        self.tuners: list[tuple] = []
+        self.n_runs = 1
+
+    def status(self, report: dict) -> None:
         """A progress report (the runner's stall clock restarts with each)."""
-        last_status.clear()
-        last_status.update(report)
-        records.json(Kind.STATUS, report)
+        self.last_status.clear()
+        self.last_status.update(report)
+        self.records.json(Kind.STATUS, report)
 
-    # The GPU's gate (grader/protocol GpuGate): opened now, before the sandbox puts its files out of reach.
-    # While the worker waits at it, the last report is sent again (waiting is not a hang).
-    gate = GpuGate.open(job.gate, lambda: records.json(Kind.STATUS, {**last_status, "gate": "waiting"})) \
-        if job.gate and device == "cuda" else None
-    shared = gate.shared if gate is not None else contextlib.nullcontext
-    path = os.path.abspath(job.submission)  # the runner's copy, in the run folder
-    load: dict = {"ok": False, "kernels": {}}
-    # What the submission must not reach is read first, as the grader: its own cases' inputs (no other case's)
-    # and the staff baselines.
-    with stages.stage("load_inputs"):
-        cases = {i: torch.load(f, weights_only=True) for i, f in job.inputs.items()}
-    baselines: dict[int, object] = {}
-    with stages.stage("load_baseline"):
-        if job.perf:
-            compile_here(Path(job.run_folder))
-        for item in job.perf:
-            try:
-                module = load_baseline(f"baseline{item.index}", str(ROOT / item.baseline))
-                baselines[item.index] = getattr(module, job.entry)
-            except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
-                baselines[item.index] = f"the baseline could not be loaded: {type(exc).__name__}: {exc}"
-    with stages.stage("load_sandbox"):
-        load["sandbox"] = enter_sandbox(job)
-    if gate is not None:  # the CUDA context, before the first hold of the gate (seconds when workers start at once)
-        with stages.stage("load_cuda"):
-            torch.empty(1, device="cuda")
-        # A call that idles (no launch for a second, its GPU work done) lets its share go: a submission spinning in
-        # Python does not keep every timer of the class waiting. Started before watch_threads: the grader's own.
-        gate.release_when_idle(torch.cuda.synchronize)
-    # Workers run side by side, one per core or more: torch's own thread pool in each would only contend (with
-    # two per core, its spinning threads made the guard bookkeeping of a case ten times slower on CI's 2 cores).
-    torch.set_num_threads(1)
-    audit = OpAudit(path)
-    watch_threads()  # a thread the submission starts runs under the op audit too
-    try:
-        originals = {}
-        if device == "cpu":
-            originals = patch_interpreter()
-        inst = Instruments()
-        inst.path = path
-        inst.audit = audit
-        inst.gate = gate
-        stages.watch_compiles(gate, dynamo=bool(job.perf))  # torch.compile runs only in timing workers
-        if device == "cpu" and job.gpu_compile:
-            inst.gpu_check = CompileCheck(originals, job.compile_passed)
-        bounds = None
-        if job.bounds and not job.warm:
-            bounds = BoundsAudit(path)
-            bounds.install()
-        if job.writes and not job.warm:
-            inst.writes = WriteWatch(path)
-        if job.provenance and not job.warm and job.cases:  # the memory check (grader/worker/memory_check.py),
-            memory_check.install()                             # from the import on, in the calls that are judged
-        os.environ.update((job.launch or {}).get("env") or {})
-        with audit.window(), stages.stage("import"):
-            module = _load_module("submission", path)
-        load["torch_ops"] = [{**r, "phase": "import"} for r in audit.result()]
-        entry = getattr(module, job.entry, None)
-        if job.launch:
-            entry = Launcher(entry, job.launch)
-        elif not callable(entry):
-            raise AttributeError(f"the submission defines no function {job.entry}")
-        load["kernels"] = {name: describe_kernel(getattr(module, name, None)) for name in job.kernels}
-        tuners = [(t, list(t.configs)) for t in find_autotuners(module)]
-        if not job.specialize:
-            unspecialize(module)
-        load["ok"] = True
-    except BaseException as exc:  # noqa: BLE001
-        load.update(_error_record(exc, path))
-        records.json(Kind.LOAD, load)
+    def run(self) -> int:
+        # The first record: the interpreter, torch, triton and the grader are loaded and nothing of the submission
+        # has run. The runner's time and stall limits count from it (grader/isolation/runner.py `_wait`), so a
+        # fresh interpreter's start on a loaded machine is not the submission's time.
+        self.records.json(Kind.STATUS, {"started": True})
+        self.open_gate()
+        self.read_trusted_inputs()
+        self.enter_sandbox()
+        if not self.import_submission():
+            return 0
+        self.arm_parallel_compile()
+        self.stages.add("load", time.perf_counter() - self.t_main - self.stages.seconds.get("import", 0.0)
+                        - self.stages.seconds.get("compile", 0.0))
+        print(f"worker {self.job.run_id}: ready after {time.perf_counter() - START:.2f} s", flush=True)
+        for i in self.job.cases:
+            if not self.grade_case(i):
+                return 3
+        memory_check.LEDGER = None  # timed calls run as they would without the grader: no copies between launches
+        for item in self.job.perf:
+            self.time_speed_test(item)
+        self.report_done()
         return 0
-    records.json(Kind.LOAD, load)
 
-    n_runs = 1 if job.warm else max([len(c) for _, c in tuners] + [1])
-    parallel = None  # an autotuned kernel's configs compiled side by side at its first launch of a case
-    if device == "cuda" and tuners and job.compile_processes != 1 and (n_runs > 1 and job.cases or job.perf):
-        parallel = ParallelCompile(job.compile_processes,
-                                   (lambda work: gate.paused(work, torch.cuda.synchronize)) if gate else None,
-                                   stages.waited)
-        parallel.install(tuners, forced=bool(job.cases))
-    rerun = device == "cuda" or job.rerun_bounds  # addresses checked by an interpreted re-run of each call
-    # On the CPU (tests only) the graded run then leaves the addresses to the re-run, as a compiled kernel does
-    first_bounds = None if device != "cuda" and job.rerun_bounds else bounds
-    stages.add("load", time.perf_counter() - t_main - stages.seconds.get("import", 0.0)
-               - stages.seconds.get("compile", 0.0))
-    print(f"worker {job.run_id}: ready after {time.perf_counter() - START:.2f} s", flush=True)
-    for i in job.cases:
-        case = cases[i]
+    def open_gate(self) -> None:
+        """The GPU's gate (grader/protocol GpuGate): opened now, before the sandbox puts its files out of reach.
+        While the worker waits at it, the last report is sent again (waiting is not a hang)."""
+        if self.job.gate and self.device == "cuda":
+            self.gate = GpuGate.open(self.job.gate,
+                                     lambda: self.records.json(Kind.STATUS, {**self.last_status, "gate": "waiting"}))
+            self.shared = self.gate.shared
+
+    def read_trusted_inputs(self) -> None:
+        """What the submission must not reach is read first, as the grader: its own cases' inputs (no other
+        case's) and the staff baselines."""
+        with self.stages.stage("load_inputs"):
+            self.cases = {i: torch.load(f, weights_only=True) for i, f in self.job.inputs.items()}
+        with self.stages.stage("load_baseline"):
+            if self.job.perf:
+                compile_here(Path(self.job.run_folder))
+            for item in self.job.perf:
+                try:
+                    module = load_baseline(f"baseline{item.index}", str(ROOT / item.baseline))
+                    self.baselines[item.index] = getattr(module, self.job.entry)
+                except BaseException as exc:  # noqa: BLE001 - staff code: reported, and the test fails closed
+                    self.baselines[item.index] = f"the baseline could not be loaded: {type(exc).__name__}: {exc}"
+
+    def enter_sandbox(self) -> None:
+        """The sandbox, then the CUDA context and one torch thread."""
+        with self.stages.stage("load_sandbox"):
+            self.load["sandbox"] = enter_sandbox(self.job)
+        if self.gate is not None:  # the CUDA context, before the first hold of the gate (seconds when workers
+            with self.stages.stage("load_cuda"):  # start at once)
+                torch.empty(1, device="cuda")
+            # A call that idles (no launch for a second, its GPU work done) lets its share go: a submission spinning
+            # in Python does not keep every timer of the class waiting. Started before watch_threads: the grader's.
+            self.gate.release_when_idle(torch.cuda.synchronize)
+        # Workers run side by side, one per core or more: torch's own thread pool in each would only contend (with
+        # two per core, its spinning threads made the guard bookkeeping of a case ten times slower on CI's 2 cores).
+        torch.set_num_threads(1)
+
+    def import_submission(self) -> bool:
+        """The instruments installed, the submission imported (under the op audit), its entry and kernels found;
+        the LOAD record sent. False when the import or the entry failed (the record says why)."""
+        job, path = self.job, self.path
+        self.audit = audit = OpAudit(path)
+        watch_threads()  # a thread the submission starts runs under the op audit too
+        try:
+            originals = patch_interpreter() if self.device == "cpu" else {}
+            self.inst = inst = Instruments()
+            inst.path, inst.audit, inst.gate = path, audit, self.gate
+            self.stages.watch_compiles(self.gate, dynamo=bool(job.perf))  # torch.compile runs in timing workers only
+            if self.device == "cpu" and job.gpu_compile:
+                inst.gpu_check = CompileCheck(originals, job.compile_passed)
+            self.bounds = None
+            if job.bounds and not job.warm:
+                self.bounds = BoundsAudit(path)
+                self.bounds.install()
+            if job.writes and not job.warm:
+                inst.writes = WriteWatch(path)
+            if job.provenance and not job.warm and job.cases:  # the memory check (grader/worker/memory_check.py),
+                memory_check.install()                             # from the import on, in the calls that are judged
+            os.environ.update((job.launch or {}).get("env") or {})
+            with audit.window(), self.stages.stage("import"):
+                self.module = _load_module("submission", path)
+            self.load["torch_ops"] = [{**r, "phase": "import"} for r in audit.result()]
+            entry = getattr(self.module, job.entry, None)
+            if job.launch:
+                entry = Launcher(entry, job.launch)
+            elif not callable(entry):
+                raise AttributeError(f"the submission defines no function {job.entry}")
+            self.entry = entry
+            self.load["kernels"] = {name: describe_kernel(getattr(self.module, name, None)) for name in job.kernels}
+            self.tuners = [(t, list(t.configs)) for t in find_autotuners(self.module)]
+            if not job.specialize:
+                unspecialize(self.module)
+            self.load["ok"] = True
+        except BaseException as exc:  # noqa: BLE001
+            self.load.update(_error_record(exc, path))
+        self.records.json(Kind.LOAD, self.load)
+        return self.load["ok"]
+
+    def arm_parallel_compile(self) -> None:
+        """How many runs a case makes (one per config of the longest autotuner), and on CUDA an autotuned kernel's
+        configs compiled side by side at its first launch of a case (grader/worker/parallel_compile.py)."""
+        job, gate = self.job, self.gate
+        self.n_runs = 1 if job.warm else max([len(c) for _, c in self.tuners] + [1])
+        if self.device == "cuda" and self.tuners and job.compile_processes != 1 \
+                and (self.n_runs > 1 and job.cases or job.perf):
+            self.parallel = ParallelCompile(job.compile_processes,
+                                            (lambda work: gate.paused(work, torch.cuda.synchronize)) if gate else None,
+                                            self.stages.waited)
+            self.parallel.install(self.tuners, forced=bool(job.cases))
+
+    def grade_case(self, i: int) -> bool:
+        """Case `i`: its runs (one per config), the address check's re-run, the twin, and its CASE record. False
+        when a run was fatal (the CUDA context is lost): the runner starts a new worker for the cases after it."""
+        case = self.cases[i]
         t_case = time.perf_counter()
-        status({"case": case["id"], "index": i})
-        runs = []
-        if job.benchmark_autotune:
-            naive_call(entry, case, device)
+        self.status({"case": case["id"], "index": i})
+        if self.job.benchmark_autotune:
+            naive_call(self.entry, case, self.device)
         # The provenance check (grader/worker/provenance.py): the case's twin (its inputs' elements in another
         # order, from the trusted side) is called under one config, chosen by the case's index so that a class of
         # cases covers every config, and that config's graded call is recorded the same way.
+        job = self.job
         twin = case.get("twin") if job.provenance and not job.warm and not job.launch else None
-        # On the interpreter, configs with the same `interpreted_key` make one call (`same_call`); the twin's
-        # config is then the first of a group, so the call it records serves the group too.
-        keys = [interpreted_key(tuners, c) if device == "cpu" else c for c in range(n_runs)]
-        firsts = [c for c in range(n_runs) if keys.index(keys[c]) == c]
-        paired = firsts[i % len(firsts)] if twin else None
-        ran: dict[tuple, tuple[dict, list]] = {}  # on the interpreter: a config's key -> its call (`same_call`)
-        for c in range(n_runs):
-            key = keys[c] if device == "cpu" else None
-            if key in ran:
-                record = same_call(*ran[key], c, tuners, inst)
-            else:
-                with stages.stage("cases"), shared(), \
-                        parallel.arming() if parallel is not None and c == 0 else contextlib.nullcontext():
-                    record = run_case(entry, case, device, inst, tuners, c, audit, first_bounds,
-                                      provenance=Provenance() if c == paired else None)
-                if key is not None:
-                    ran[key] = (record, list(inst.calls))
-            runs.append(record)
-            # progress, for the runner's stall limit (grading.stall_s): one more run of this case is done
-            status({"case": case["id"], "index": i, "runs": c + 1})
-            if record.get("fatal"):
-                break
-        if rerun and bounds is not None and not any(r.get("fatal") for r in runs):
-            # Not through the gate: the kernels run in the interpreter, on the host; what reaches the GPU is a
-            # copy of the CPU-size inputs, and a hold of seconds here would keep a timer waiting for as long.
-            # While the re-run's status says `auditing`, the runner's stall limit is the CPU's (it interprets the
-            # CPU's inputs); a graded call that hangs is stopped after the CUDA one. (Not named `audit`: that is the
-            # op audit, which every later case's calls run under.)
-            auditing = {"case": case["id"], "index": i, "runs": len(runs), "auditing": True}
-            status(auditing)
-            with stages.stage("address"):
-                interpret_runs(entry, case, module, inst, tuners, runs, bounds, functools.partial(status, auditing),
-                               device)
-            status({"case": case["id"], "index": i, "runs": len(runs), "audited": True})
-        if twin and not any(r.get("fatal") for r in runs):
-            with stages.stage("twin"), shared():
-                record = run_case(entry, {"id": case["id"], "args": twin["args"], "kwargs": twin["kwargs"]}, device,
-                                  inst, tuners, paired, audit, None, provenance=Provenance())
+        runs, paired = self.run_configs(i, case, twin)
+        fatal = any(r.get("fatal") for r in runs)
+        # On the CPU (tests only) the graded run leaves the addresses to the re-run, as a compiled kernel does
+        if (self.device == "cuda" or job.rerun_bounds) and self.bounds is not None and not fatal:
+            self.check_addresses(i, case, runs)
+        if twin and not fatal:
+            with self.stages.stage("twin"), self.shared():
+                record = run_case(self.entry, {"id": case["id"], "args": twin["args"], "kwargs": twin["kwargs"]},
+                                  self.device, self.inst, self.tuners, paired, self.audit, None,
+                                  provenance=Provenance())
             record["twin"] = True
             runs.append(record)
-            status({"case": case["id"], "index": i, "runs": len(runs), "twin": True})
+            self.status({"case": case["id"], "index": i, "runs": len(runs), "twin": True})
+            fatal = bool(record.get("fatal"))
         t_save = time.perf_counter()
-        with stages.stage("records"):
+        with self.stages.stage("records"):
             share_outputs(runs)
-            records.tensors(Kind.CASE, i, {"id": case["id"], "runs": runs})
+            self.records.tensors(Kind.CASE, i, {"id": case["id"], "runs": runs})
         calls = sum(r["seconds"] for r in runs)
         same = sum(1 for r in runs if "same_call_as" in r)
         print(f"  {case['id']}: {len(runs)} run(s){f' ({same} the same call as an earlier config)' if same else ''} "
               f"{t_save - t_case:.2f} s (calls {calls:.2f} s), "
               f"save {time.perf_counter() - t_save:.2f} s", flush=True)
-        if any(r.get("fatal") for r in runs):
-            status({"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
-            return 3
-    memory_check.LEDGER = None  # timed calls run as they would without the grader: no copies between launches
-    for item in job.perf:
+        if fatal:
+            self.status({"case": case["id"], "index": i, "fatal": runs[-1]["fatal"]})
+        return not fatal
+
+    def run_configs(self, i: int, case: dict, twin) -> tuple[list[dict], int | None]:
+        """The graded calls of case `i`, one per config, and the config its twin is paired with (None without a
+        twin). On the interpreter, configs with the same `interpreted_key` make one call (`same_call`); the twin's
+        config is then the first of a group, so the call it records serves the group too."""
+        device, inst, tuners, parallel = self.device, self.inst, self.tuners, self.parallel
+        first_bounds = None if device != "cuda" and self.job.rerun_bounds else self.bounds
+        keys = [interpreted_key(tuners, c) if device == "cpu" else c for c in range(self.n_runs)]
+        firsts = [c for c in range(self.n_runs) if keys.index(keys[c]) == c]
+        paired = firsts[i % len(firsts)] if twin else None
+        runs: list[dict] = []
+        ran: dict[tuple, tuple[dict, list]] = {}  # on the interpreter: a config's key -> its call (`same_call`)
+        for c in range(self.n_runs):
+            key = keys[c] if device == "cpu" else None
+            if key in ran:
+                record = same_call(*ran[key], c, tuners, inst)
+            else:
+                with self.stages.stage("cases"), self.shared(), \
+                        parallel.arming() if parallel is not None and c == 0 else contextlib.nullcontext():
+                    record = run_case(self.entry, case, device, inst, tuners, c, self.audit, first_bounds,
+                                      provenance=Provenance() if c == paired else None)
+                if key is not None:
+                    ran[key] = (record, list(inst.calls))
+            runs.append(record)
+            # progress, for the runner's stall limit (grading.stall_s): one more run of this case is done
+            self.status({"case": case["id"], "index": i, "runs": c + 1})
+            if record.get("fatal"):
+                break
+        return runs, paired
+
+    def check_addresses(self, i: int, case: dict, runs: list[dict]) -> None:
+        """The address check's interpreted re-run of each call (`interpret_runs`). Not through the gate: the
+        kernels run in the interpreter, on the host; what reaches the GPU is a copy of the CPU-size inputs, and a
+        hold of seconds here would keep a timer waiting for as long. While the status says `auditing`, the runner's
+        stall limit is the CPU's (it interprets the CPU's inputs); a graded call that hangs is stopped after the
+        CUDA one."""
+        auditing = {"case": case["id"], "index": i, "runs": len(runs), "auditing": True}
+        self.status(auditing)
+        with self.stages.stage("address"):
+            interpret_runs(self.entry, case, self.module, self.inst, self.tuners, runs, self.bounds,
+                           functools.partial(self.status, auditing), self.device)
+        self.status({"case": case["id"], "index": i, "runs": len(runs), "audited": True})
+
+    def time_speed_test(self, item) -> None:
+        """One speed test (grader/worker/timing.py `time_calls`), its PERF record sent."""
         t_perf = time.perf_counter()
-        status({"perf": item.test})
-        baseline = baselines[item.index]
+        self.status({"perf": item.test})
+        baseline = self.baselines[item.index]
         if isinstance(baseline, str):
             record = {"error": baseline}
         else:
-            alive = functools.partial(records.json, Kind.STATUS, {"perf": item.test, "warming": True})
-            with stages.stage("timing"):
-                record = time_calls(entry, baseline, cases[item.case], device, item.warmup, item.reps, item.clock,
-                                    progress=alive, gate=gate,
-                                    first=parallel.arming if parallel is not None and not job.cases else None,
-                                    phase=stages.stage)
-        records.tensors(Kind.PERF, item.index, {"test": item.test, **record})
+            alive = functools.partial(self.records.json, Kind.STATUS, {"perf": item.test, "warming": True})
+            parallel = self.parallel
+            with self.stages.stage("timing"):
+                record = time_calls(self.entry, baseline, self.cases[item.case], self.device, item.warmup, item.reps,
+                                    item.clock, progress=alive, gate=self.gate,
+                                    first=parallel.arming if parallel is not None and not self.job.cases else None,
+                                    phase=self.stages.stage)
+        self.records.tensors(Kind.PERF, item.index, {"test": item.test, **record})
         print(f"  {item.test}: timed in {time.perf_counter() - t_perf:.2f} s", flush=True)
-    if gate is not None:
-        stages.seconds["gate_wait"] = round(gate.waited_s, 4)
-        stages.seconds["gate_bypassed"] = gate.bypassed
-        stages.seconds["gate_idle_releases"] = gate.idle_releases
-    if parallel is not None:  # the children's compilations (the worker's own loads of them are counted already)
-        stages.add("compile", parallel.child_seconds)
-        stages.seconds["parallel_compiles"] = parallel.children
-        stages.seconds["parallel_failed"] = parallel.failed  # children that did not exit 0: compiled again here
-    done: dict = {"done": True, "stages": stages.seconds}
-    if inst.gpu_check is not None:  # for the job's later workers (grader/protocol/records.py compile_passed)
-        stages.seconds["gpu_checks"] = inst.gpu_check.compiled
-        done["compile_passed"] = inst.gpu_check.passed()
-    records.json(Kind.STATUS, done)
-    return 0
+
+    def report_done(self) -> None:
+        """The last STATUS: done, with where the seconds went (the gate's waits, the compilations side by side)."""
+        stages, gate, parallel = self.stages, self.gate, self.parallel
+        if gate is not None:
+            stages.seconds["gate_wait"] = round(gate.waited_s, 4)
+            stages.seconds["gate_bypassed"] = gate.bypassed
+            stages.seconds["gate_idle_releases"] = gate.idle_releases
+        if parallel is not None:  # the children's compilations (the worker's own loads of them are counted already)
+            stages.add("compile", parallel.child_seconds)
+            stages.seconds["parallel_compiles"] = parallel.children
+            stages.seconds["parallel_failed"] = parallel.failed  # children that did not exit 0: compiled again here
+        done: dict = {"done": True, "stages": stages.seconds}
+        if self.inst.gpu_check is not None:  # for the job's later workers (grader/protocol/records.py compile_passed)
+            stages.seconds["gpu_checks"] = self.inst.gpu_check.compiled
+            done["compile_passed"] = self.inst.gpu_check.passed()
+        self.records.json(Kind.STATUS, done)
+
+
+def main(job_file: Path, records_fd: int) -> int:
+    # The job file is in the trusted folder, which the sandbox below leaves out of reach: read it first.
+    job = WorkerJob.from_json(job_file.read_text())
+    if job.sandbox and not _single_threaded():
+        sandbox.go_on_in_a_child()  # `python -m grader.worker.main` has a thread or two by now; a forked child has one
+    return Worker(job, RecordWriter(records_fd)).run()
 
 
 if __name__ == "__main__":

@@ -146,105 +146,132 @@ def time_calls(entry, baseline, case: dict, device: str, warmup: int, reps: int,
     `timing_warm_submission` (the submission's: its autotuner's benchmarks) and `timing_timed` (the timed calls
     and the profiler, once the GPU is the worker's alone).
     """
-    cuda = device == "cuda"
-    gpu_clock = cuda and clock == "gpu"
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
-    shared = gate.shared if gate is not None else contextlib.nullcontext
-    phase = phase if phase is not None else (lambda _name: contextlib.nullcontext())
-    with shared():
-        pristine = ([a.to(device) if isinstance(a, torch.Tensor) else a for a in case["args"]],
-                    {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in case["kwargs"].items()})
-        flush = L2Flush(device) if cuda else None
+    timer = _Timer(entry, baseline, case, device, clock == "gpu" and device == "cuda", gate, phase)
+    record: dict = {"method": f"{timer.what()}; fresh inputs and an L2 flush per call; "
+                              f"{warmup} warm-up and {reps} timed calls per side, interleaved",
+                    "clock": "gpu" if timer.gpu_clock else "wall", "error": None, "submission": [], "baseline": []}
+    try:
+        timer.warm_up(warmup, progress, first)
+        profiler = timer.time_reps(reps, record)
+    except BaseException as exc:  # noqa: BLE001 - a failure of either side is a result
+        who = SIDE_WORDS.get(timer.side, "the grader's profiler")
+        record["error"] = f"{who} raised {type(exc).__name__}: {str(exc)[:2000]}"
+        record["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:]
+        return record
+    if not timer.gpu_clock:
+        record.update(timer.walls)
+    elif not timer.gpu_spans(profiler, record):
+        return record
+    items = timer.last if isinstance(timer.last, (tuple, list)) else ([] if timer.last is None else [timer.last])
+    record["outputs"] = [{"kind": "tensor", "tensor": t.detach().to("cpu").clone(), "device": str(t.device)}
+                         if isinstance(t, torch.Tensor) else {"kind": type(t).__name__, "repr": repr(t)[:200]}
+                         for t in items]
+    return record
 
-    def fresh():
-        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in pristine[0]]
-        kwargs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in pristine[1].items()}
-        return args, kwargs
 
-    def timed(fn, mark: bool = False):
-        args, kwargs = fresh()
-        if flush is not None:
-            flush()
+class _Timer:
+    """`time_calls`'s phases: the warm-up (the GPU shared), the timed calls (the GPU alone, under the profiler on
+    the "gpu" clock), and each call's span read from the profiler's trace. `side` is the side running now (a
+    failure is that side's); `walls` the host clock of each timed call, whichever clock decides; `last` the
+    submission's last timed result (the judge checks it)."""
+
+    def __init__(self, entry, baseline, case: dict, device: str, gpu_clock: bool, gate, phase) -> None:
+        self.entry, self.baseline, self.gate, self.gpu_clock = entry, baseline, gate, gpu_clock
+        cuda = device == "cuda"
+        self.sync = torch.cuda.synchronize if cuda else (lambda: None)
+        self.shared = gate.shared if gate is not None else contextlib.nullcontext
+        self.phase = phase if phase is not None else (lambda _name: contextlib.nullcontext())
+        with self.shared():
+            self.pristine = ([a.to(device) if isinstance(a, torch.Tensor) else a for a in case["args"]],
+                             {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in case["kwargs"].items()})
+            self.flush = L2Flush(device) if cuda else None
+        self.side = "baseline"
+        self.order: list[str] = []
+        self.walls: dict[str, list[float]] = {"submission": [], "baseline": []}
+        self.last = None
+
+    def what(self) -> str:
+        return ("GPU span (first kernel start to last kernel end, all streams, GPU activity traced alone)"
+                if self.gpu_clock else "host clock around device-wide synchronize")
+
+    def call(self, fn, mark: bool = False) -> tuple[float, object]:
+        """One call on fresh inputs after an L2 flush, between device-wide synchronizes: its host seconds and its
+        result. `mark`: between marker kernels, the GPU clock's boundaries (what runs between them is its work)."""
+        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in self.pristine[0]]
+        kwargs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in self.pristine[1].items()}
+        if self.flush is not None:
+            self.flush()
         if mark:
-            _marker()  # the GPU clock's boundary: what runs from here to the marker after the call is its work
-        sync()
-        if gate is not None:
-            gate.touch()  # a warm-up's hold, let go if the last call idled (GpuGate.release_when_idle), comes back
+            _marker()
+        self.sync()
+        if self.gate is not None:
+            self.gate.touch()  # a warm-up's hold, let go if the last call idled (GpuGate.release_when_idle), comes back
         start = time.perf_counter()
         out = fn(*args, **kwargs)
-        sync()
+        self.sync()
         seconds = time.perf_counter() - start
         if mark:
             _marker()  # the call's other boundary: its work on every stream is done by now
         return seconds, out
 
-    what = ("GPU span (first kernel start to last kernel end, all streams, GPU activity traced alone)" if gpu_clock
-            else "host clock around device-wide synchronize")
-    record: dict = {"method": f"{what}; fresh inputs and an L2 flush per call; "
-                              f"{warmup} warm-up and {reps} timed calls per side, interleaved",
-                    "clock": "gpu" if gpu_clock else "wall", "error": None, "submission": [], "baseline": []}
-    walls: dict[str, list[float]] = {"submission": [], "baseline": []}  # host clock, whichever clock decides
-    side = "baseline"
-    order: list[str] = []
-    try:
+    def warm_up(self, warmup: int, progress, first) -> None:
+        """The warm-up pairs, the GPU shared with other jobs' case workers: compilation, autotuning."""
         for w in range(warmup):
-            with shared():
-                side = "baseline"
-                with phase("timing_warm_baseline"):
-                    timed(baseline)
-                side = "submission"
-                with phase("timing_warm_submission"), \
+            with self.shared():
+                self.side = "baseline"
+                with self.phase("timing_warm_baseline"):
+                    self.call(self.baseline)
+                self.side = "submission"
+                with self.phase("timing_warm_submission"), \
                         first() if first is not None and w == 0 else contextlib.nullcontext():
-                    timed(entry)
+                    self.call(self.entry)
             if progress is not None:
                 progress()
-        last = None
-        side = "profiler"
-        profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) if gpu_clock else None
-        alone = gate.exclusive() if gate is not None else contextlib.nullcontext(None)
-        with alone as had_it, phase("timing_timed"), \
+
+    def time_reps(self, reps: int, record: dict):
+        """The timed calls, ABBA, with the GPU alone (the record's `gate` says whether it was); returns the
+        profiler that traced them on the "gpu" clock (None on the host clock)."""
+        self.side = "profiler"
+        profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) \
+            if self.gpu_clock else None
+        alone = self.gate.exclusive() if self.gate is not None else contextlib.nullcontext(None)
+        with alone as had_it, self.phase("timing_timed"), \
                 profiler if profiler is not None else contextlib.nullcontext():
             if had_it is not None:
                 record["gate"] = "alone" if had_it else (
-                    f"shared: the GPU was not free within {gate.ROOM_WAIT_S:g} s, the calls were timed beside "
+                    f"shared: the GPU was not free within {self.gate.ROOM_WAIT_S:g} s, the calls were timed beside "
                     "other workers' kernels")
             for r in range(reps):
-                for side in (("submission", "baseline") if r % 2 == 0 else ("baseline", "submission")):
-                    seconds, out = timed(entry if side == "submission" else baseline, gpu_clock)
-                    order.append(side)
-                    walls[side].append(seconds)
-                    if side == "submission":
-                        last = out
-    except BaseException as exc:  # noqa: BLE001 - a failure of either side is a result
-        who = SIDE_WORDS.get(side, "the grader's profiler")
-        record["error"] = f"{who} raised {type(exc).__name__}: {str(exc)[:2000]}"
-        record["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:]
-        return record
-    if not gpu_clock:
-        record.update(walls)
-    else:
-        record["wall_submission"], record["wall_baseline"] = walls["submission"], walls["baseline"]
+                for self.side in (("submission", "baseline") if r % 2 == 0 else ("baseline", "submission")):
+                    seconds, out = self.call(self.entry if self.side == "submission" else self.baseline,
+                                             self.gpu_clock)
+                    self.order.append(self.side)
+                    self.walls[self.side].append(seconds)
+                    if self.side == "submission":
+                        self.last = out
+        return profiler
+
+    def gpu_spans(self, profiler, record: dict) -> bool:
+        """Each timed call's GPU span and busy time from the profiler's trace, into the record; False (and the
+        record's error) when the trace cannot be read or a call shows no GPU work."""
+        record["wall_submission"], record["wall_baseline"] = self.walls["submission"], self.walls["baseline"]
         record["busy_submission"], record["busy_baseline"] = [], []
         try:
             calls = marked_calls(gpu_activity(profiler))
         except Exception as exc:  # noqa: BLE001 - reported; the test fails closed
             record["error"] = f"the grader's profiler failed: {type(exc).__name__}: {str(exc)[:2000]}"
-            return record
-        for call, side in enumerate(order):
+            return False
+        for call, side in enumerate(self.order):
             own = calls[call] if call < len(calls) else []
             if not own:
                 record["error"] = (f"the profiler saw no GPU work in a timed call of {SIDE_WORDS[side]}: on CUDA "
                                    "each call must compute its result on the GPU")
-                return record
+                return False
             record[side].append(span(own) * 1e-6)  # the profiler counts microseconds
             # What the staff's check of the baseline compares (grader/judge/speed.py): the host's share of a span
             # varies with the machine's load, the GPU's busy time does not.
             record[f"busy_{side}"].append(busy_time(own) * 1e-6)
-    items = last if isinstance(last, (tuple, list)) else ([] if last is None else [last])
-    record["outputs"] = [{"kind": "tensor", "tensor": t.detach().to("cpu").clone(), "device": str(t.device)}
-                         if isinstance(t, torch.Tensor) else {"kind": type(t).__name__, "repr": repr(t)[:200]}
-                         for t in items]
-    return record
+        return True
 
 
 # ------------------------------------------------------------------- the baseline, in the sandboxed worker
