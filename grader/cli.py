@@ -202,7 +202,7 @@ def _tokens(args: argparse.Namespace) -> int:
 
 def _tasks(args: argparse.Namespace, cfg, tasks: dict, broken: dict) -> int:
     if args.check:
-        from grader.course.taskcheck import check_tasks
+        from grader.authoring.taskcheck import check_tasks
 
         return check_tasks(tasks, broken, staff=args.staff)
     for t in tasks.values():
@@ -404,7 +404,7 @@ def _batch(args: argparse.Namespace, cfg, tasks: dict, broken: dict, device: str
 
 
 def _selftest(args: argparse.Namespace, cfg, tasks: dict, broken: dict, device: str) -> int:
-    from grader.course.selftest import selftest
+    from grader.authoring.selftest import selftest
 
     unknown = [t for t in args.task or [] if t not in tasks and t not in broken]
     if unknown:
@@ -422,8 +422,8 @@ def _selftest(args: argparse.Namespace, cfg, tasks: dict, broken: dict, device: 
 
 def _course(args: argparse.Namespace) -> int:
     """release, gradescope and gradescope-run: what a course hands out, and what runs on Gradescope."""
+    from grader.authoring.release import write_tree
     from grader.course import gradescope
-    from grader.course.release import write_tree
 
     if args.command == "gradescope-run":
         root = gradescope.default_root()

@@ -272,8 +272,8 @@ def test_tasks_check_finds_what_an_author_got_wrong(task10, capsys):
     test (before, each surfaced only while grading, or never: a pattern with a typo declares nothing)."""
     import dataclasses
 
+    from grader.authoring.taskcheck import check_tasks, task_problems
     from grader.config import WrongSpec
-    from grader.course.taskcheck import check_tasks, task_problems
 
     assert task_problems(task10) == []
     typo = dataclasses.replace(task10, id="10_typo", reference="no_such_reference",

@@ -171,7 +171,7 @@ def test_each_failing_case_says_what_the_cpu_check_cannot_do(task10, tmp_path):
 
 
 def test_the_kit_readme_says_what_the_cpu_check_cannot_grade():
-    from grader.course import release
+    from grader.authoring import release
 
     hw_id = next(iter(load_config().homeworks))
     hw, tasks = release.homework_tasks(hw_id)

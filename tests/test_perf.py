@@ -8,8 +8,8 @@ import torch
 from conftest import check_timer_stopped, write_stream
 
 from grader import judge
+from grader.authoring.selftest import expectation
 from grader.config import ROOT, ConfigError, PerfTest, load_config, load_task
-from grader.course.selftest import expectation
 from grader.isolation.runner import WorkerRun
 from grader.judge import speed
 from grader.pipeline.grading import Job, grade_jobs

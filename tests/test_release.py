@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from grader import results
+from grader.authoring.release import leaks, write_tree
 from grader.config import ROOT, ConfigError, discover_tasks, load_config
 from grader.course import gradescope
-from grader.course.release import leaks, write_tree
 from grader.pipeline import toolchain
 from grader.pipeline.result import environment
 from grader.results import report

@@ -8,15 +8,24 @@ What each module is for:
   `WrongSpec`, `PerfTest`, `Withheld`) and the names of its tests (`GATES`, `AUTOTUNE_TEST`, `VISIBILITIES`);
 - `course`: the course as the grader reads it (`CourseConfig`, with `Homework` and `SandboxConfig`) and the
   workers' default limits (`TIMEOUT_S`, `STALL_S`);
-- `loading`: reading and checking the files (`load_task`, `discover_tasks`, `load_config`, `ConfigError`) and the
-  repository root they are found under (`ROOT`);
+- `loading`: reading and checking the files (`load_task`, `discover_tasks`, `load_config`, `ConfigError`), the
+  repository root they are found under (`ROOT`), and the `reference/` modules a task's oracle needs
+  (`reference_modules`);
 - `files`: every key of the two files, declared and typed (pydantic models), and `validate`.
 """
 
 from __future__ import annotations
 
 from grader.config.course import SANDBOX_LIMITS, STALL_S, TIMEOUT_S, CourseConfig, Homework, SandboxConfig
-from grader.config.loading import ROOT, ConfigError, discover_tasks, load_config, load_task, tasks_dir_has
+from grader.config.loading import (
+    ROOT,
+    ConfigError,
+    discover_tasks,
+    load_config,
+    load_task,
+    reference_modules,
+    tasks_dir_has,
+)
 from grader.config.task import (
     AUTOTUNE_TEST,
     CASE_RESERVED_KEYS,
@@ -64,5 +73,6 @@ __all__ = [
     "discover_tasks",
     "load_config",
     "load_task",
+    "reference_modules",
     "tasks_dir_has",
 ]

@@ -4,6 +4,7 @@ grader/config/files.py; loading fails with a `ConfigError` that names the file a
 
 from __future__ import annotations
 
+import ast
 import datetime as _dt
 import difflib
 from pathlib import Path
@@ -348,3 +349,23 @@ def load_config(path: Path = ROOT / "config.yaml", tasks: dict[str, TaskSpec] | 
     if tasks is not None:
         _check_course_tasks(cfg, tasks, where)
     return cfg
+
+
+def reference_modules(tasks: dict[str, TaskSpec], root: Path = ROOT) -> list[str]:
+    """The `reference/` modules the tasks' oracles need: each task's module and what it imports from
+    `reference.`, transitively (read from the source, never imported)."""
+    needed, todo = set(), [t.reference for t in tasks.values()]
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        tree = ast.parse((root / "reference" / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("reference."):
+                todo.append(node.module.split(".", 1)[1])
+            elif isinstance(node, ast.ImportFrom) and node.module == "reference":
+                todo += [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                todo += [a.name.split(".", 1)[1] for a in node.names if a.name.startswith("reference.")]
+    return sorted(needed)

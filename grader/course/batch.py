@@ -36,10 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grader
-from grader.config import ROOT, CourseConfig, Homework, TaskSpec
+from grader.config import ROOT, CourseConfig, Homework, TaskSpec, reference_modules
 from grader.course import canvas, gradescope, leaderboard
 from grader.course.ledger import Attempt, Ledger
-from grader.course.release import reference_modules
 from grader.gates.intake import LINK_MESSAGE, IntakeError, read_submitted, shown, student_id, task_files
 from grader.gates.notebook import Extraction, NotebookFolder
 from grader.pipeline.grading import Job, TaskResult, grade_jobs
@@ -61,7 +60,7 @@ def grader_version(task: TaskSpec, root: Path = ROOT) -> str:
     files += sorted(path for path in task.folder.rglob("*") if path.is_file() and path.suffix != ".md"
                     and not {"right", "wrong", "__pycache__"} & set(path.relative_to(task.folder).parts))
     # the oracle's modules, and the hidden cases' value patterns where the task has hidden cases (the same
-    # modules Gradescope's bundle ships: grader/course/release.py)
+    # modules Gradescope's bundle ships: grader/authoring/release.py)
     hidden = ["_hidden"] if any(c.visibility != "public" for c in task.cases) else []
     files += [path for name in ["__init__", *reference_modules({task.id: task}, root), *hidden]
               if (path := root / "reference" / f"{name}.py").is_file()]

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import markupsafe
 
+from grader.authoring.release import toolchain_of, write_tree
 from grader.config import GRADESCOPE_VISIBILITY, ROOT, ConfigError, Homework, TaskSpec, discover_tasks, load_config
 from grader.course import leaderboard
-from grader.course.release import toolchain_of, write_tree
 from grader.gates.intake import IntakeError, read_submitted, scan, shown, task_files
 from grader.gates.notebook import NotebookFolder
 from grader.results import escape

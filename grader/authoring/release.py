@@ -15,13 +15,12 @@ Nothing here runs a submission.
 
 from __future__ import annotations
 
-import ast
 import shutil
 from pathlib import Path
 
 import yaml
 
-from grader.config import ROOT, ConfigError, Homework, TaskSpec, discover_tasks, load_config
+from grader.config import ROOT, ConfigError, Homework, TaskSpec, discover_tasks, load_config, reference_modules
 
 TASK_FILES = ("spec.md", "skeleton.py")
 """What every task folder ships besides its task.yaml."""
@@ -40,26 +39,6 @@ def homework_tasks(hw_id: str, config: Path = ROOT / "config.yaml") -> tuple[Hom
     if bad:
         raise ConfigError("; ".join(f"task {t} is broken: {e}" for t, e in bad.items()))
     return hw, {t: tasks[t] for t in hw.tasks}
-
-
-def reference_modules(tasks: dict[str, TaskSpec], root: Path = ROOT) -> list[str]:
-    """The `reference/` modules the tasks' oracles need: each task's module and what it imports from
-    `reference.`, transitively (read from the source, never imported)."""
-    needed, todo = set(), [t.reference for t in tasks.values()]
-    while todo:
-        name = todo.pop()
-        if name in needed:
-            continue
-        needed.add(name)
-        tree = ast.parse((root / "reference" / f"{name}.py").read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("reference."):
-                todo.append(node.module.split(".", 1)[1])
-            elif isinstance(node, ast.ImportFrom) and node.module == "reference":
-                todo += [a.name for a in node.names]
-            elif isinstance(node, ast.Import):
-                todo += [a.name.split(".", 1)[1] for a in node.names if a.name.startswith("reference.")]
-    return sorted(needed)
 
 
 def task_yaml(task: TaskSpec, *, kit: bool) -> dict:
