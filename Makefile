@@ -34,7 +34,7 @@ test: .venv/.ready lint
 	@$(PYTHON) -c "import ray, matplotlib, fastapi, uvicorn, jinja2, selenium, mkdocs, xdist" 2>/dev/null || { echo "make test: \
 		installing the extras (plots ray server, the test tools) into the venv"; \
 		$(PYTHON) -m pip install -q matplotlib ray fastapi uvicorn jinja2 selenium mkdocs pytest-xdist; }
-	$(PYTHON) -m mkdocs build --strict --site-dir site -q  # the docs: no broken link, no page missing from the nav
+	$(PYTHON) -m mkdocs build --strict --site-dir site  # the docs: no broken link, no page missing from the nav (not -q: it hides the warnings strict counts)
 	$(PYTHON) -m grader tasks --check
 	@# four test processes on CI's two cores: most tests wait (on workers, time limits, a subprocess), and one
 	@# process per file keeps each module's fixtures (the kits, the similarity class) built once
