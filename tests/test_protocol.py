@@ -233,7 +233,8 @@ def test_printing_never_decides_a_verdict(cfg, small10, tmp_path, monkeypatch):
 
 def test_the_layer_contracts_hold_and_can_fail(tmp_path):
     """pyproject.toml's import-linter contracts (make test runs them): kept by the tree, broken by a copy of it
-    whose judge imports the runner (which starts workers) and the address check (worker side)."""
+    whose judge imports the runner (which starts workers) and the address check (worker side), whose authoring
+    imports a class's operation, and whose class operation imports the selftest."""
     import shutil
     import subprocess
     import sys
@@ -250,12 +251,18 @@ def test_the_layer_contracts_hold_and_can_fail(tmp_path):
     judge = tmp_path / "grader" / "judge" / "__init__.py"
     judge.write_text(judge.read_text() + "\nfrom grader.isolation.runner import run_shard  # noqa\n"
                      "from grader.worker import address_check  # noqa\n")
+    for module, line in (("authoring/taskcheck.py", "from grader.course import ledger"),
+                         ("course/canvas.py", "from grader.authoring import selftest")):
+        path = tmp_path / "grader" / module
+        path.write_text(path.read_text() + f"\n{line}  # noqa\n")
     broken = subprocess.run([str(lint), "--config", str(root / "pyproject.toml"), "--no-cache"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(tmp_path),
                                                                               "PATH": "/usr/bin:/bin"})
     assert broken.returncode != 0, broken.stdout[-2000:] + broken.stderr[-2000:]
     assert "grader.judge -> grader.isolation.runner" in broken.stdout, broken.stdout[-2000:]
     assert "grader.judge is not allowed to import grader.worker.address_check" in broken.stdout, broken.stdout[-2000:]
+    assert "grader.authoring.taskcheck -> grader.course.ledger" in broken.stdout, broken.stdout[-2000:]
+    assert "grader.course.canvas -> grader.authoring.selftest" in broken.stdout, broken.stdout[-2000:]
 
 
 def test_the_submission_is_read_once(cfg, small10, tmp_path):

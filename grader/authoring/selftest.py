@@ -46,6 +46,7 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
     by_path = {str(j.submission): k for j, k in zip(jobs, kinds)}
     bad = []
     stages: dict[str, float] = {}
+    by_task: dict[str, list[float]] = {}  # task -> [files, workers' wall seconds, judge seconds]
 
     def check(result: TaskResult) -> None:
         if result.pending:
@@ -54,6 +55,11 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
         for stage, seconds in ((result.staff or {}).get("stages") or {}).items():
             if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
                 stages[stage] = stages.get(stage, 0.0) + seconds
+        spent = by_task.setdefault(task.id, [0, 0.0, 0.0])
+        mine = (result.staff or {}).get("stages") or {}
+        spent[0] += 1
+        spent[1] += sum(v for k, v in mine.items() if k.endswith("worker_wall") and isinstance(v, (int, float)))
+        spent[2] += float(mine.get("judge") or 0.0)
         want = expectation(kind, task, name, device)
         got = set(result.failed)
         not_run = task.not_run_on(device)
@@ -92,6 +98,10 @@ def selftest(tasks: dict[str, TaskSpec], cfg: CourseConfig, device: str, only: l
         print("selftest stages (s, all files): " + ", ".join(
             f"{name} {seconds:.0f}" for name, seconds in sorted(stages.items(), key=lambda kv: -kv[1]))
             + ("; counts: " + ", ".join(f"{name} {n:.0f}" for name, n in counts.items()) if counts else ""),
+            flush=True)
+    if by_task:  # which tasks' files the time went to (a task author's view of the answer key's cost)
+        print("selftest by task (files, workers' wall s, judge s): " + "; ".join(
+            f"{t} {n}, {w:.0f}, {j:.0f}" for t, (n, w, j) in sorted(by_task.items(), key=lambda kv: -kv[1][1])),
             flush=True)
     print(f"selftest: {len(jobs) - len(bad)} passed, {len(bad)} failed", flush=True)
     if not jobs:
