@@ -239,7 +239,7 @@ COMPARE_ROWS = ("floor", "bare", "notier", "full", "kept", "latency")
 
 def compare(n: int, workers: int, device: str, hw, tasks, cfg, identical: bool,
             rows_wanted: tuple[str, ...] = COMPARE_ROWS) -> None:
-    """Issue 48's table, in one run, each setting cold: the compile floor (scripts/bench_floor.py), the bare
+    """The cost table, in one run, each setting cold: the compile floor (scripts/bench_floor.py), the bare
     pipeline, every check on without the speed tests (`notier`), every check on (`full`), then again with the
     staff's timing runs and the shared cache that `full` made (`kept`, as on a course's box); their ratios, the
     time to the first result; then one student's files and one task-12 file alone on the idle machine, every
@@ -319,7 +319,7 @@ def main() -> int:
     parser.add_argument("--identical", action="store_true", help="copies share kernel sources (and compilations)")
     parser.add_argument("--no-speed-tier", action="store_true", help="grade without the tasks' speed tests")
     parser.add_argument("--compare", action="store_true",
-                        help="the compile floor, the bare pipeline and every check on, in one run (issue 48's table)")
+                        help="the compile floor, the bare pipeline and every check on, in one run")
     parser.add_argument("--rows", default=",".join(COMPARE_ROWS),
                         help=f"with --compare: which rows, of {','.join(COMPARE_ROWS)}")
     parser.add_argument("--provenance", choices=["on", "off", "both"], default="on",

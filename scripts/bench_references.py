@@ -338,7 +338,7 @@ def lowbit(args, copy_gbs: float | None) -> None:
 
 
 def targets(rows: list[dict]) -> list[str]:
-    """Issue 16's targets, one line per row: the memory-bound tasks (10, 11, 13) at >= 1x torch.compile and >= 90%
+    """The references' targets, one line per row: the memory-bound tasks (10, 11, 13) at >= 1x torch.compile and >= 90%
     of the copy's bandwidth; 12 at >= 1.5x the best of torch.compile and `_int_mm`, read two ways (with torch's
     copy of W^T in `_int_mm`'s call, and with W^T handed to it); 14 at >= 1x torch.compile, shown beside (not a
     target) how compile compares with Triton's own fp16 GEMM handed the dequantized W. A ratio is other /
@@ -407,7 +407,7 @@ def main() -> None:
     memory_bound(args, copy_gbs)
     gemms(args)
     lowbit(args, copy_gbs)
-    print("\ntargets (issue 16):")
+    print("\ntargets:")
     for line in targets(ROWS):
         print(line)
 

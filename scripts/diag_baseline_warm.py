@@ -1,4 +1,4 @@
-"""Where a timing worker's baseline warm-up goes (issue 48 item 1), CUDA only: each task's staff baseline compiled
+"""Where a timing worker's baseline warm-up goes, CUDA only: each task's staff baseline compiled
 once in a "staff" process (its Inductor cache kept), then its first call timed in fresh "timer" processes that
 start from a copy of that cache at another path, as a timing worker does (grader/worker/timing.py compile_here),
 with the parts of that first call counted apart: Dynamo's compile (on_compile_start/end), Inductor's runtime

@@ -4,7 +4,7 @@
 #     scripts/gpu_session.sh wheels      # the cp312 wheels the box's image lacks, into .whl/ (git-ignored)
 # then, through the device tool, with carry [".whl"] (and ".before" for `compare`):
 #     bash scripts/gpu_session.sh selftest             # selftest --device cuda (~6 min on the H200 box)
-#     bash scripts/gpu_session.sh compare [N]          # issue 48's table (bench_class --compare), N students;
+#     bash scripts/gpu_session.sh compare [N]          # the cost table (bench_class --compare), N students;
 #                                                      # ROWS=latency (or full,latency...) for fewer rows,
 #                                                      # BEFORE_ROWS for the older tree's (default: ROWS)
 #     PAIRS=2 ROWS=full bash scripts/gpu_session.sh compare [N]

@@ -455,7 +455,7 @@ def test_no_file_a_student_may_be_handed_tells_a_hidden_case(tmp_path, task10):
 
 
 def test_every_decision_the_ta_did_not_make_is_said(setup, task10, tmp_path):
-    """Issue 47: on 1824752 each of these was decided in silence. A manifest row for `Ann` (the folder is `ann`)
+    """On 1824752 each of these was decided in silence. A manifest row for `Ann` (the folder is `ann`)
     left ann's file to its modification time, 383 days late, said only on ann's own line; `10_x (1).py` (a browser's
     re-upload) beside `10_x.py`, a file in a subfolder, a zip, an empty folder and stray files were skipped with
     no word, and three students got 0 and no results folder. Now each decision is in the console, in the
@@ -519,7 +519,7 @@ def test_every_decision_the_ta_did_not_make_is_said(setup, task10, tmp_path):
 
 
 def test_editing_one_task_regrades_only_that_tasks_files(tmp_path):
-    """Issue 47: the grader version hashed all of tasks/, so adding a task to a new homework started the hw4 batch
+    """The grader version hashed all of tasks/, so adding a task to a new homework started the hw4 batch
     again at [1/19]. Now each task has its own: the grader's code, its folder, the reference modules its oracle
     imports. In a copy of the project, an edit of task 11's task.yaml changes task 11's version only; a new
     right/ file (it decides nothing) changes none; an edit of a reference module changes the versions of the
@@ -585,7 +585,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
 def test_a_stopped_batch_says_one_line_and_leaves_no_process(tmp_path, how):
-    """Issue 47: on 1824752 Ctrl-C printed tracebacks from several processes, and SIGTERM left a judge process and
+    """On 1824752 Ctrl-C printed tracebacks from several processes, and SIGTERM left a judge process and
     multiprocessing's resource_tracker running. Here a batch is stopped while a worker runs (ann's file hangs) and
     after the judge processes started (bob's and cid's files are judged): Ctrl-C as a terminal sends it (SIGINT
     to the whole process group), SIGTERM to the batch alone. It exits with 128 + the signal and one line, no
@@ -632,7 +632,7 @@ def test_a_stopped_batch_says_one_line_and_leaves_no_process(tmp_path, how):
 
 
 def test_a_bad_manifest_is_one_line_naming_the_file_and_line(tmp_path):
-    """Issue 47: on 1824752 a short row gave a TypeError traceback, and a header `Student,Task,Submitted At` gave
+    """On 1824752 a short row gave a TypeError traceback, and a header `Student,Task,Submitted At` gave
     "...:2: submitted_at must be an ISO 8601 time with an offset, got None"."""
     from grader.course.batch import ManifestError, read_manifest
 

@@ -190,7 +190,7 @@ def test_statements_list_the_public_cases_that_task_yaml_grades():
 
 def test_every_key_is_declared_and_typed(tmp_path):
     """config.yaml and task.yaml are validated against grader/config/files.py's models: a typo'd key, a word where
-    a number goes, a wrong type in a task's output fail with the file and the key's path (issue 33)."""
+    a number goes, a wrong type in a task's output fail with the file and the key's path."""
     base = (ROOT / "config.yaml").read_text()
     (tmp_path / "a.yaml").write_text(base.replace("grading:\n", "grading:\n  timeout: 30\n  workers: many\n", 1)
                                      .replace("  workers: 0 ", "  # workers: 0 "))
@@ -290,7 +290,7 @@ def test_tasks_check_finds_what_an_author_got_wrong(task10, capsys):
 
 
 def test_a_mistyped_task_id_in_config_yaml_gets_a_did_you_mean(tmp_path):
-    """Issue 47: on 1824752 a homework naming `10_quantize_global_int` said only "no folder tasks/...". """
+    """On 1824752 a homework naming `10_quantize_global_int` said only "no folder tasks/...". """
     text = (ROOT / "config.yaml").read_text().replace("10_quantize_global_int8:", "10_quantize_global_int:", 1)
     assert "10_quantize_global_int:" in text
     (tmp_path / "config.yaml").write_text(text)

@@ -1,4 +1,4 @@
-"""Fair verdicts (issue 15): an output the statement calls a scalar accepts shape [] and [1], and only those;
+"""Fair verdicts: an output the statement calls a scalar accepts shape [] and [1], and only those;
 every right/ file (another correct way of writing the answer) earns full marks in selftest."""
 
 import dataclasses

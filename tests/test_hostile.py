@@ -127,7 +127,7 @@ def test_output_of_a_forked_worker_cannot_speak_for_the_fork_server(tmp_path, sm
 
 
 def test_a_student_sees_what_their_code_printed_under_the_failing_test(tmp_path, task10, cfg):
-    """Issue 47: on 1824752 a student never saw their own print() output, even with --staff (only the staff JSON's
+    """On 1824752 a student never saw their own print() output, even with --staff (only the staff JSON's
     worker_log held it). Now a failing public test carries what the failing call printed: bounded, marked as
     theirs, escaped in the terminal (their escape sequence is shown, not run), and left out of a hidden test's
     student view (it would tell the hidden case)."""
@@ -156,7 +156,7 @@ def test_a_student_sees_what_their_code_printed_under_the_failing_test(tmp_path,
 
 
 def test_many_autotune_configs_are_told_and_a_task_without_autotuning_has_no_such_test(tmp_path, task10, cfg):
-    """Issue 47: on 1824752, 30 autotune configs graded task 10 in 158 s instead of 9 s with no word, and every
+    """On 1824752, 30 autotune configs graded task 10 in 158 s instead of 9 s with no word, and every
     puzzle showed an "autotune" test (failing whenever no case passed) though no puzzle asks for autotuning. Now a
     kernel with more than MANY_CONFIGS configs gets a note under the autotune test (passing or not), and a task
     with no kernel to autotune and no points for it has no autotune test."""

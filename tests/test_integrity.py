@@ -1,4 +1,4 @@
-"""Every layer of integrity, proven by a cheat it stops (issue 13): the static policy, the op audit and the sandbox.
+"""Every layer of integrity, proven by a cheat it stops: the static policy, the op audit and the sandbox.
 
 The known cheats live in tasks/10_quantize_global_int8/wrong/ and tasks/12_matmul_int8_fused_dequant/wrong/
 (selftest proves their verdicts). Here they are graded again with the layer in front switched off, to show that

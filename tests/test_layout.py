@@ -5,6 +5,7 @@ two modules need each other, at import or at call time)."""
 from __future__ import annotations
 
 import ast
+import re
 
 from grader.config import ROOT
 
@@ -110,3 +111,19 @@ def test_no_function_in_grader_is_longer_than_a_reader_can_hold():
     found = {f"{p.relative_to(ROOT)} {name}": n for p in (ROOT / "grader").rglob("*.py")
              for name, n in _long_functions(p.read_text())}
     assert found == {}
+
+
+ISSUE_NUMBER = re.compile(r"\bissues? ?#?\d+", re.IGNORECASE)
+
+
+def test_the_finder_of_issue_numbers_finds_one():
+    assert ISSUE_NUMBER.search("as issue 48's table says") and ISSUE_NUMBER.search("(Issue #7)")
+    assert not ISSUE_NUMBER.search("an issue with 48 files") and not ISSUE_NUMBER.search("tissue 3")
+
+
+def test_readme_and_docs_name_no_issue_number():
+    """The docs state the present for their reader; which issue asked for what is the history, in git."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in pages for n, line in enumerate(p.read_text().splitlines(), 1)
+             if ISSUE_NUMBER.search(line)]
+    assert len(pages) > 5 and found == []

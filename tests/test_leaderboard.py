@@ -1,4 +1,4 @@
-"""The speed leaderboard (grader/course/leaderboard.py, issue 34 part 1): counted attempts' speed measurements,
+"""The speed leaderboard (grader/course/leaderboard.py): counted attempts' speed measurements,
 ranked per test, under pseudonyms unless the course opts in; Gradescope's `leaderboard` field."""
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def test_the_ranked_tests_must_exist(tmp_path):
 
 
 def test_an_empty_leaderboard_says_why(tmp_path):
-    """Issue 47: on 1824752 no message said why a batch on a CPU machine wrote no leaderboard, and there was no
+    """On 1824752 no message said why a batch on a CPU machine wrote no leaderboard, and there was no
     `leaderboard` command. Now batch says why (here: no result yet, the speed tests not run on the CPU, none
     passed, none ranked), and `python -m grader leaderboard` writes the board again or says the same."""
     import subprocess

@@ -1,4 +1,4 @@
-"""The provenance check (issue 45): a differential replay of each case, proven by the cheats it stops alone.
+"""The provenance check: a differential replay of each case, proven by the cheats it stops alone.
 
 tasks/10_quantize_global_int8/wrong/launder_*.py carry input data out of every route the grader follows (str(),
 format(), "%s", frombuffer, DLPack, numpy, a file, iteration, pickle, struct, a launch grid) and back to a kernel

@@ -1,4 +1,4 @@
-"""What a course hands out (issue 14): the student kit holds nothing of the answer key and grades a correct file
+"""What a course hands out: the student kit holds nothing of the answer key and grades a correct file
 to every public point on its own; visibility reaches every output; the Gradescope bundle, unpacked into a temp
 root, grades a reference solution to full marks and a wrong/ file to exactly its declared partial score."""
 
@@ -243,7 +243,7 @@ def test_gradescope_run_fails_closed(tmp_path):
 
 
 def test_gradescope_output_has_a_got_expected_table():
-    """Feedback that looks like the work (issue 34 part 6): a failing test's got/expected pairs as a Markdown table
+    """Feedback that looks like the work: a failing test's got/expected pairs as a Markdown table
     under its message's code block; a message without any gets none."""
     message = ("under config the only configuration:\n  - q: 3 of 64 element(s) differ (rule: rounded); first: "
                "q[2, 0] got 5 expected 4 (exact 4.4000); q[2, 1] got -128 expected -127 (exact -127.0000); "

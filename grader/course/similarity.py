@@ -1,4 +1,4 @@
-"""The similarity report (issue 34): which pairs of a homework's submissions share more code than chance allows.
+"""The similarity report: which pairs of a homework's submissions share more code than chance allows.
 
 `python -m grader similarity --homework HW [ROOT]` compares, task by task, every pair of students'
 `ROOT/<student>/<task_id>.py` and writes `similarity_<hw>.csv` (every pair, scored) and `similarity_<hw>.html` (the

@@ -1,4 +1,4 @@
-"""Notebooks graded as handed in (issue 34, part 3): a submission may be a Jupyter notebook (`.ipynb`, nbformat).
+"""Notebooks graded as handed in: a submission may be a Jupyter notebook (`.ipynb`, nbformat).
 
 The Triton Puzzles are a notebook, and students hand in one `.ipynb` that holds every puzzle (and, around them,
 the notebook's own harness, test calls, prints, plots and shell lines). This module turns such a notebook into

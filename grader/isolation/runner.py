@@ -386,8 +386,8 @@ def _wait(proc: _Spawned | _Forked, timeout_s: float, stall_s: float, status: Pa
         quiet_now = time.time() - last
         if quiet_now > stall_s:
             # A hang of a graded call costs `stall_s`; the address check's interpreted re-run (a call on the
-            # CPU's inputs, in the interpreter) may go quiet for as long as a CPU call (issue 30: with one limit
-            # for both, a hanging file on CUDA cost 120 s per shard, and set a class's last file).
+            # CPU's inputs, in the interpreter) may go quiet for as long as a CPU call (with one limit for
+            # both, a hanging file on CUDA would cost 120 s per shard, and set a class's last file).
             limit = audit_stall_s if tail is not None and tail.latest().get("auditing") else stall_s
             if quiet_now > limit:
                 return "stalled", quiet_now, limit, started

@@ -132,7 +132,7 @@ def grade_jobs(jobs: list[Job], cfg: CourseConfig, device: str, workers: int = 0
     tree = GradingTree(base)
     try:
         cores = max(1, _cpu_count())
-        judges = (cfg.judges if cfg.judges >= 0 else cores // 2) if len(jobs) > 1 else 0  # judge processes: below
+        judges = judges_for(cfg, device, len(jobs), cores)  # judge processes: below
         if judge_pool is not None:
             judges = judge_pool._max_workers
         run = GradingRun(jobs, cfg, device, tree, workers, judges, shard_runner, keep=keep, on_result=on_result,
@@ -749,6 +749,24 @@ class GradingRun:
         self.given_first.discard(n)
         self.handed.discard(n)
         shutil.rmtree(folders.trusted, ignore_errors=True)
+
+
+JOBS_PER_JUDGE = {"cpu": 8, "cuda": 2}
+"""Jobs a judge process is started for, when config.yaml leaves their number to the grader (`judges: auto`). A
+judge process starts by importing torch, the grader and pytest: 1.4-3.3 s of a core (49 starts in the grader's
+own tests on the 2-core CPU machine, 2.0 s on average), which the jobs it judges must repay. Judging a job takes
+about 0.35 s on the CPU's sizes (the CPU selftest: 58 s for 159 files) and a second or two at CUDA sizes, so on
+the CPU a student's five files are judged here, and a class gets its judges as on CUDA."""
+
+
+def judges_for(cfg: CourseConfig, device: str, jobs: int, cores: int) -> int:
+    """Judge processes for a call of `jobs` jobs: config.yaml's grading.judges, or when `auto` one per two cores,
+    at most one per JOBS_PER_JUDGE jobs; none for a single job (it is judged here)."""
+    if jobs <= 1:
+        return 0
+    if cfg.judges >= 0:
+        return cfg.judges
+    return min(cores // 2, jobs // JOBS_PER_JUDGE.get(device, 2))
 
 
 def judge_processes(n: int) -> ProcessPoolExecutor:

@@ -1,4 +1,4 @@
-"""Right, in another style (issue 45): the kernel reads constants from tensors the wrapper makes each call with
+"""Right, in another style: the kernel reads constants from tensors the wrapper makes each call with
 torch, none from the input values: the scale 127 from a tensor of a literal (`torch.tensor([127.0])`), a block's
 offsets from `torch.arange`, and the element count from a one-element tensor made from the shape. The absmax is
 x.abs().max(), as the statement allows. The provenance check (a second call with the inputs' elements in another

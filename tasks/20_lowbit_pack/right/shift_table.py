@@ -1,4 +1,4 @@
-"""Right, in another style (issue 45): the shifts come from a lookup table the wrapper makes with torch
+"""Right, in another style: the shifts come from a lookup table the wrapper makes with torch
 (`torch.arange(vpw) * bits`), and the unpack mask from a one-element tensor of a literal. Neither depends on the
 input values, so the provenance check (a second call with the inputs' elements in another order) finds them the
 same in both calls: full marks."""
