@@ -134,7 +134,7 @@ class Instruments:
                     owners, line, name = watched
                     inst.writes.launched(owners, name, line)
                 if inst.provenance is not None and inst.provenance.active:
-                    inst.provenance.launched([a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)])
+                    inst.provenance.launched(tensors)
                 return out
 
             cls.run = run

@@ -190,16 +190,18 @@ class _Dispatch(TorchDispatchMode):
         name = "item" if name == "_local_scalar_dense" else name
         line = self.audit.attribute(name)
         ledger = memory_check.LEDGER
+        given = _flat((args, kwargs)) if line is not None else []
         if ledger is not None and line is not None:  # what the submission's operation reads is as last written
-            ledger.check([("", t) for t in _flat((args, kwargs))], "op", name, line)
+            ledger.check([("", t) for t in given], "op", name, line)
         out = func(*args, **kwargs)
+        made = _flat(out) if line is not None else []
         if ledger is not None:  # a tracked writer: what it wrote, and (the submission's) what it made
             ledger.wrote(memory_check.written_args(func, args, kwargs))
             if line is not None:
-                ledger.wrote(_flat(out), new_only=True)
+                ledger.wrote(made, new_only=True)
         if line is not None:
-            self.audit.note(name, line, _flat((args, kwargs)), _flat(out))
-            provenance.register(_flat(out))
+            self.audit.note(name, line, given, made)
+            provenance.register(made)
             if self.audit.provenance is not None:
                 self.audit.provenance.op(name, line, args, kwargs, out)
         return out

@@ -304,10 +304,10 @@ def _walk(value, path: str, depth: int = 0):
     """(path, leaf) for each tensor and plain value in nested lists, tuples and dicts; past MAX_DEPTH levels or
     MAX_ITEMS items, the rest as one `Nested` leaf."""
     if isinstance(value, (list, tuple, dict)):
-        items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
         if depth >= MAX_DEPTH:
             yield path, Nested(value)
             return
+        items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
         for k, v in items[:MAX_ITEMS]:
             label = (f"{path}.{k}" if isinstance(value, dict) else f"{path}[{k}]") if path else \
                 (str(k) if isinstance(value, dict) else f"#{k}")
